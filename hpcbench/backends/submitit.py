@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import math
+import shlex
+from typing import Any
+
+from hpcbench.backends.base import Backend
+from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.launch import WORKLOAD_MODULE
+from hpcbench.plan import Point
+from hpcbench.render import job_name
+from hpcbench.rundir import PointPaths
+from hpcbench.spec import SweepSpec, time_limit_seconds
+from hpcbench.workloads.config import TrainConfig
+
+
+def run_rank(kind: str, argv: list[str]) -> int:
+    """Runs in every task of a submitit job: the same workload entry point as the job script's ranks."""
+    import importlib
+
+    rc = int(importlib.import_module(WORKLOAD_MODULE[kind]).main(argv))
+    if rc != 0:
+        # Makes submitit see the failure too; the reason is already in error-rank<N>.json.
+        raise SystemExit(rc)
+    return rc
+
+
+def _sbatch_args(args: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for a in args:
+        key, eq, value = a[2:].partition("=")
+        out[key.replace("-", "_")] = value if eq else True
+    return out
+
+
+class SubmititBackend(Backend):
+    """Submit through submitit's SlurmExecutor: srun starts one task per rank, each calls run_rank()."""
+
+    name = "submitit"
+
+    def check(self, spec: SweepSpec) -> None:
+        if spec.slurm.launcher != "srun":
+            raise ConfigError(
+                f"{spec.path}: slurm.launcher = {spec.slurm.launcher!r} cannot be used with --backend submitit",
+                hint="submitit always starts ranks with srun; use --backend sbatch for mpirun",
+            )
+
+    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
+        try:
+            import submitit
+        except ImportError:
+            raise SchedulerError("submitit is not installed", hint="pip install submitit, or use --backend sbatch") from None
+        s = spec.slurm
+        ex = submitit.SlurmExecutor(folder=paths.submitit_dir, max_num_timeout=0, python=python)
+        setup = [f"module load {shlex.quote(m)}" for m in s.modules]
+        setup += ["export NCCL_DEBUG=INFO", 'export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"']
+        setup += [f"export {k}={shlex.quote(v)}" for k, v in s.env]
+        params: dict[str, Any] = dict(
+            job_name=job_name(spec, point),
+            nodes=point.nodes,
+            ntasks_per_node=point.ranks_per_node,
+            cpus_per_task=s.cpus_per_task,
+            time=max(1, math.ceil(time_limit_seconds(s.time) / 60)),
+            setup=setup,
+            srun_args=[f"--cpu-bind={s.cpu_bind}"],
+            additional_parameters=_sbatch_args(s.sbatch_args),
+        )
+        for key in ("partition", "account", "mem"):
+            if getattr(s, key):
+                params[key] = getattr(s, key)
+        if point.gpus_per_node:
+            params["gpus_per_node"] = point.gpus_per_node
+        ex.update_parameters(**params)
+        argv = TrainConfig.from_point(point, str(paths.dir)).to_argv()
+        try:
+            job = ex.submit(run_rank, point.kind, argv)
+        except Exception as e:  # submitit wraps sbatch failures in its own types
+            raise SchedulerError(f"submitit could not submit {point.label}: {str(e).strip().splitlines()[-1]}") from None
+        return str(job.job_id)
+
+

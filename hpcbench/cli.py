@@ -1,0 +1,156 @@
+"""``hpcbench <verb>``: the one command-line front end. Each verb is a thin layer over library calls."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from hpcbench import __version__
+from hpcbench.errors import HpcbenchError
+
+
+def _echo(line: str) -> None:
+    print(line, flush=True)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from hpcbench import spec as spec_mod
+    from hpcbench.plan import plan_rows, PLAN_COLUMNS
+    from hpcbench.report.tables import format_table
+    from hpcbench.runner import SweepOptions, make_backend, prepare, submit_all, wait
+
+    opts = SweepOptions(backend=args.backend, dry_run=args.dry_run, wait=args.wait,
+                        run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
+                        poll_s=args.poll)
+    spec = spec_mod.load(args.file)
+    backend = None if opts.dry_run else make_backend(opts.backend)
+    if backend is not None:
+        backend.check(spec)
+    rd, points, python = prepare(spec, opts)
+    _echo(f"sweep {spec.sweep.name}: {len(points)} points -> {rd.root}")
+    _echo(format_table(plan_rows(points), PLAN_COLUMNS))
+    if backend is None:
+        _echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted")
+        return 0
+    _echo(f"submitting with backend {backend.name}:")
+    failures = submit_all(spec, rd, points, python, backend, _echo)
+    if backend.queued and not opts.wait:
+        _echo(f"submitted; follow with: hpcbench summarize {rd.root}")
+        return 1 if failures else 0
+    if backend.queued:
+        wait(rd, opts.poll_s, _echo)
+    return _print_summary(rd, "table", failures)
+
+
+def _print_summary(rd, fmt: str, failures: int = 0) -> int:  # type: ignore[no-untyped-def]
+    from hpcbench.report.summarize import summarize
+
+    text, rows = summarize(rd, fmt)
+    print(text, end="" if text.endswith("\n") else "\n")
+    if fmt == "table":
+        _echo(f"summary: {rd.summary_csv}")
+    bad = [r for r in rows if r["state"] != "ok"]
+    return 1 if (failures or bad) else 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    args.dry_run, args.backend, args.wait, args.poll = True, "auto", False, 5.0
+    return cmd_sweep(args)
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    from hpcbench.rundir import RunDir
+
+    rc = _print_summary(RunDir.open(Path(args.run_dir)), args.format)
+    # Failed points are reported, not an error of this command; --strict makes them one.
+    return rc if args.strict else 0
+
+
+def cmd_minicluster(args: argparse.Namespace) -> int:
+    from hpcbench import minicluster
+
+    root = Path(args.dir)
+    if args.action == "up":
+        lines = minicluster.up(root)
+        rc = 0
+    elif args.action == "down":
+        lines = minicluster.down(root)
+        rc = 0
+    else:
+        ok, lines = minicluster.status(root)
+        rc = 0 if ok else 1
+    for line in lines:
+        _echo(line)
+    return rc
+
+
+def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
+    p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
+    p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
+    p.add_argument("--runs-root", default="runs", help="where timestamped run directories go (default: runs)")
+    if with_submit:
+        from hpcbench.runner import BACKEND_CHOICES
+
+        p.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
+                       help="how to run the points; auto = sbatch when it is on PATH, else local")
+        p.add_argument("--dry-run", action="store_true",
+                       help="print the plan and write every job script, but submit nothing")
+        p.add_argument("--wait", action="store_true", help="block until every point is final, then summarize")
+        p.add_argument("--poll", type=float, default=5.0, help="seconds between queue polls with --wait")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="hpcbench", description="Plan, run and explain distributed training scaling on Slurm.")
+    ap.add_argument("--version", action="version", version=f"hpcbench {__version__}")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks")
+    # --debug is accepted after the verb too, so `python -m hpcbench.sweep FILE --debug` works.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    sub = ap.add_subparsers(dest="command", metavar="<command>", parser_class=lambda **kw: argparse.ArgumentParser(
+        parents=[common], **kw))
+
+    p = sub.add_parser("sweep", help="expand a sweep file into jobs and run or submit them")
+    _add_sweep_args(p, with_submit=True)
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("plan", help="same as 'sweep --dry-run': print the matrix, write the job scripts")
+    _add_sweep_args(p, with_submit=False)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("summarize", help="tables of a run directory (writes summary.csv)")
+    p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
+    p.add_argument("--format", choices=("table", "csv"), default="table")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
+    p.set_defaults(func=cmd_summarize)
+
+    p = sub.add_parser("minicluster", help="start, stop or check a throwaway 2-node Slurm on this machine (root)")
+    p.add_argument("action", choices=("up", "down", "status"))
+    from hpcbench.minicluster import DEFAULT_DIR
+
+    p.add_argument("--dir", default=str(DEFAULT_DIR), help=f"state, config and logs (default: {DEFAULT_DIR})")
+    p.set_defaults(func=cmd_minicluster)
+    return ap
+
+
+def main(argv: list[str] | None = None, prog: str | None = None,
+         parser: Callable[[], argparse.ArgumentParser] = build_parser) -> int:
+    ap = parser()
+    if prog:
+        ap.prog = prog
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except HpcbenchError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {e}" + (f" (hint: {e.hint})" if e.hint else ""), file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

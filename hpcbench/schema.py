@@ -1,0 +1,129 @@
+"""The one owner of record schemas: names, versions, and the checks that refuse what we do not know.
+
+Every JSON document hpcbench writes carries ``"schema": "<name>/<version>"`` (the pyperf habit),
+so a reader can refuse a record from a future version with a clear message instead of guessing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from hpcbench.errors import SchemaError
+
+RESULT = "hpcbench.result"
+ERROR = "hpcbench.error"
+PLAN = "hpcbench.plan"
+LEDGER = "hpcbench.ledger"
+
+# name -> versions this code can read
+KNOWN: dict[str, tuple[int, ...]] = {RESULT: (1,), ERROR: (1,), PLAN: (1,), LEDGER: (1,)}
+CURRENT: dict[str, int] = {name: max(v) for name, v in KNOWN.items()}
+
+
+def tag(name: str) -> str:
+    return f"{name}/{CURRENT[name]}"
+
+
+def check(doc: Any, name: str, source: str) -> dict[str, Any]:
+    """Return ``doc`` if it is a ``name`` record of a known version, else raise SchemaError."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
+        raise SchemaError(f"{source}: not an hpcbench record (no \"schema\" field)")
+    got, _, version = doc["schema"].partition("/")
+    if got != name:
+        raise SchemaError(f"{source}: expected a {name} record, found {doc['schema']!r}")
+    if not version.isdigit() or int(version) not in KNOWN[name]:
+        known = ", ".join(f"{name}/{v}" for v in KNOWN[name])
+        raise SchemaError(
+            f"{source}: record version {doc['schema']!r} is not known to this hpcbench (reads: {known})",
+            hint="upgrade hpcbench to read records written by a newer version",
+        )
+    return doc
+
+
+def read_json(path: Path, name: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"{path}: not valid JSON ({e})") from None
+    return check(doc, name, str(path))
+
+
+def _from_dict(cls: type, doc: dict[str, Any]) -> Any:
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in doc.items() if k in names})
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    rank: int
+    local_rank: int
+    hostname: str
+    slurm_node: str | None  # SLURMD_NODENAME; differs from hostname when slurmds share a host
+    pid: int
+    cpus: list[int]  # CPU affinity in effect
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    """What one training point measured. Written once by rank 0, atomically."""
+
+    point_id: str
+    label: str
+    framework: str
+    backend: str
+    model: str
+    device: str
+    batch_size: int  # per rank
+    nodes: int
+    ranks_per_node: int
+    world_size: int
+    warmup_steps: int
+    steps: int
+    step_times_s: list[float]  # per timed step, the slowest rank's time
+    mean_step_time_s: float
+    throughput: float  # samples/s over all ranks = batch_size * world_size / mean step time
+    throughput_per_rank: float
+    ranks: list[RankInfo]
+    started_at: str
+    finished_at: str
+    job_id: str | None
+    measurement: str
+    versions: dict[str, str | None] = field(default_factory=dict)
+    schema: str = tag(RESULT)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> "ResultRecord":
+        check(doc, RESULT, source)
+        return replace(_from_dict(cls, doc), ranks=[_from_dict(RankInfo, r) for r in doc.get("ranks", [])])
+
+    @property
+    def slurm_nodes(self) -> list[str]:
+        return sorted({r.slurm_node or r.hostname for r in self.ranks})
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """Why one rank failed. Each failing rank writes its own; the earliest is the root cause."""
+
+    point_id: str
+    rank: int
+    hostname: str
+    error_type: str
+    message: str
+    traceback: str
+    time: str
+    schema: str = tag(ERROR)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> "ErrorRecord":
+        check(doc, ERROR, source)
+        return _from_dict(cls, doc)

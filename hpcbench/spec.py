@@ -1,0 +1,370 @@
+"""Sweep files: frozen dataclasses for the TOML, and the one loader that validates them.
+
+Every error names ``file: dotted.key`` and what is allowed, so a user can fix the file
+without reading code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from hpcbench.errors import ConfigError
+from hpcbench.workloads.models import MODELS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+BACKENDS = ("gloo", "mpi", "nccl", "oneccl")
+FRAMEWORKS = ("ddp",)
+KINDS = ("train",)
+DEVICES = ("cpu", "cuda")
+LAUNCHERS = ("srun", "mpirun")
+DATA = ("synthetic",)
+
+_TIME_RE = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^\d+-\d+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    name: str
+    description: str = ""
+    repeats: int = 1
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    partition: str | None = None
+    account: str | None = None
+    time: str = "00:30:00"
+    cpus_per_task: int = 1
+    mem: str | None = None
+    launcher: str = "srun"
+    cpu_bind: str = "sockets"
+    python: str | None = None  # None: the interpreter that runs hpcbench
+    modules: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    sbatch_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str = "train"
+    framework: str = "ddp"
+    model: str = "mlp"
+    backend: str = "gloo"
+    device: str = "cpu"
+    data: str = "synthetic"
+    batch_size: int = 32
+    steps: int = 20
+    warmup_steps: int = 5
+    lr: float = 0.01
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Ordered axes (name, values). ``excludes`` drop any point matching every key of one entry."""
+
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+    excludes: tuple[dict[str, tuple[Any, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    path: str
+    text: str  # the TOML as read, copied into the run directory
+    sweep: SweepInfo
+    slurm: SlurmSettings
+    workload: Workload
+    matrix: Matrix = field(default_factory=lambda: Matrix(()))
+
+
+# --- field tables -------------------------------------------------------------------------------
+# One table per section: key -> (checker, default). A checker takes (value, where) and returns the
+# normalised value or raises ConfigError.
+
+Checker = Callable[[Any, str], Any]
+
+
+def _fail(where: str, msg: str) -> ConfigError:
+    return ConfigError(f"{where}: {msg}")
+
+
+def _typename(v: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}.get(
+        type(v), type(v).__name__
+    )
+
+
+def _int(minimum: int = 0) -> Checker:
+    def check(v: Any, where: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _fail(where, f"expected an integer >= {minimum}, got {_typename(v)} {v!r}")
+        if v < minimum:
+            raise _fail(where, f"expected an integer >= {minimum}, got {v}")
+        return v
+
+    return check
+
+
+def _float(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        raise _fail(where, f"expected a positive number, got {_typename(v)} {v!r}")
+    return float(v)
+
+
+def _str(pattern: re.Pattern[str] | None = None, what: str = "") -> Checker:
+    def check(v: Any, where: str) -> str:
+        if not isinstance(v, str) or not v:
+            raise _fail(where, f"expected a non-empty string, got {_typename(v)} {v!r}")
+        if pattern is not None and not pattern.match(v):
+            raise _fail(where, f"{v!r} is not {what}")
+        return v
+
+    return check
+
+
+def _text(v: Any, where: str) -> str:
+    if not isinstance(v, str):
+        raise _fail(where, f"expected a string, got {_typename(v)} {v!r}")
+    return v
+
+
+def _choice(choices: tuple[str, ...], noun: str) -> Checker:
+    def check(v: Any, where: str) -> str:
+        if not isinstance(v, str) or v not in choices:
+            shown = repr(v) if isinstance(v, str) else f"{_typename(v)} {v!r}"
+            raise _fail(where, f"unknown {noun} {shown} (choose from: {', '.join(choices)})")
+        return v
+
+    return check
+
+
+def _str_list(v: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(v, list):
+        raise _fail(where, f"expected an array of strings, got {_typename(v)} {v!r}")
+    return tuple(_str()(x, f"{where}[{i}]") for i, x in enumerate(v))
+
+
+def _sbatch_args(v: Any, where: str) -> tuple[str, ...]:
+    args = _str_list(v, where)
+    for i, a in enumerate(args):
+        if not a.startswith("--"):
+            raise _fail(f"{where}[{i}]", f"{a!r} is not a long sbatch option (write it as \"--option=value\")")
+    return args
+
+
+def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(v, dict):
+        raise _fail(where, f"expected a table of NAME = \"value\", got {_typename(v)}")
+    out = []
+    for k, val in v.items():
+        if not _ENV_NAME_RE.match(k):
+            raise _fail(f"{where}.{k}", "not a valid environment variable name")
+        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+            raise _fail(f"{where}.{k}", f"expected a string or number, got {_typename(val)}")
+        out.append((k, str(val)))
+    return tuple(out)
+
+
+SWEEP_FIELDS: dict[str, tuple[Checker, Any]] = {
+    "name": (_str(_NAME_RE, "a name of letters, digits, '.', '_' and '-'"), None),
+    "description": (_text, ""),
+    "repeats": (_int(1), 1),
+}
+
+SLURM_FIELDS: dict[str, tuple[Checker, Any]] = {
+    "partition": (_str(), None),
+    "account": (_str(), None),
+    "time": (_str(_TIME_RE, "a Slurm time limit (MM, HH:MM:SS, D-HH, D-HH:MM:SS)"), "00:30:00"),
+    "cpus_per_task": (_int(1), 1),
+    "mem": (_str(re.compile(r"^\d+[KMGT]?$"), "a Slurm memory size such as 16G"), None),
+    "launcher": (_choice(LAUNCHERS, "launcher"), "srun"),
+    "cpu_bind": (_choice(("sockets", "cores", "none"), "cpu binding"), "sockets"),
+    "python": (_str(), None),
+    "modules": (_str_list, ()),
+    "env": (_env, ()),
+    "sbatch_args": (_sbatch_args, ()),
+}
+
+WORKLOAD_FIELDS: dict[str, tuple[Checker, Any]] = {
+    "kind": (_choice(KINDS, "workload kind"), "train"),
+    "framework": (_choice(FRAMEWORKS, "framework"), "ddp"),
+    "model": (_choice(tuple(MODELS), "model"), "mlp"),
+    "backend": (_choice(BACKENDS, "backend"), "gloo"),
+    "device": (_choice(DEVICES, "device"), "cpu"),
+    "data": (_choice(DATA, "data source"), "synthetic"),
+    "batch_size": (_int(1), 32),
+    "steps": (_int(1), 20),
+    "warmup_steps": (_int(0), 5),
+    "lr": (_float, 0.01),
+}
+
+# Matrix axes: name -> checker for one value. Order here is the order of the plan table.
+MATRIX_AXES: dict[str, Checker] = {
+    "backend": _choice(BACKENDS, "backend"),
+    "model": _choice(tuple(MODELS), "model"),
+    "batch_size": _int(1),
+    "nodes": _int(1),
+    "ranks_per_node": _int(1),
+    "gpus_per_node": _int(1),
+}
+
+SECTIONS = ("sweep", "slurm", "workload", "matrix", "exclude")
+
+
+def _unknown(where: str, key: str, valid: Any) -> ConfigError:
+    valid = sorted(valid)
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return ConfigError(f"{where}: unknown key (valid keys: {', '.join(valid)}){hint}")
+
+
+def _section(raw: Any, name: str, fields: dict[str, tuple[Checker, Any]], prefix: str) -> dict[str, Any]:
+    where = f"{prefix}{name}"
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise _fail(where, f"expected a table [{name}], got {_typename(raw)}")
+    out = {}
+    for key, value in raw.items():
+        if key not in fields:
+            raise _unknown(f"{where}.{key}", key, fields)
+        out[key] = fields[key][0](value, f"{where}.{key}")
+    for key, (_, default) in fields.items():
+        out.setdefault(key, default)
+    return out
+
+
+def _axis_values(name: str, raw: Any, where: str) -> tuple[Any, ...]:
+    values = raw if isinstance(raw, list) else [raw]
+    if not values:
+        raise _fail(where, "expected at least one value")
+    check = MATRIX_AXES[name]
+    out: list[Any] = []
+    for i, v in enumerate(values):
+        v = check(v, f"{where}[{i}]" if isinstance(raw, list) else where)
+        if v in out:
+            raise _fail(f"{where}[{i}]", f"duplicate value {v!r}")
+        out.append(v)
+    return tuple(out)
+
+
+def parse(text: str, path: str = "<sweep>") -> SweepSpec:
+    """Validate TOML text into a SweepSpec. Raises ConfigError naming ``path: key``."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}", hint="check the line and column named above") from None
+    p = f"{path}: "
+    for key in raw:
+        if key not in SECTIONS:
+            raise _unknown(f"{p}{key}", key, SECTIONS)
+
+    sweep = _section(raw.get("sweep"), "sweep", SWEEP_FIELDS, p)
+    if sweep["name"] is None:
+        stem = Path(path).stem
+        sweep["name"] = stem if _NAME_RE.match(stem) else "sweep"
+    slurm = _section(raw.get("slurm"), "slurm", SLURM_FIELDS, p)
+    workload = _section(raw.get("workload"), "workload", WORKLOAD_FIELDS, p)
+    matrix = _matrix(raw.get("matrix"), raw.get("exclude"), workload, p)
+
+    spec = SweepSpec(
+        path=path,
+        text=text,
+        sweep=SweepInfo(**sweep),
+        slurm=SlurmSettings(**slurm),
+        workload=Workload(**workload),
+        matrix=matrix,
+    )
+    _domain_rules(spec, p)
+    return spec
+
+
+def _matrix(raw: Any, raw_excludes: Any, workload: dict[str, Any], p: str) -> Matrix:
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise _fail(f"{p}matrix", f"expected a table [matrix], got {_typename(raw)}")
+    for key in raw:
+        if key not in MATRIX_AXES:
+            raise _unknown(f"{p}matrix.{key}", key, MATRIX_AXES)
+    if "ranks_per_node" in raw and "gpus_per_node" in raw:
+        raise _fail(f"{p}matrix", "give ranks_per_node or gpus_per_node, not both (one rank runs per GPU)")
+    if "gpus_per_node" in raw and workload["device"] != "cuda":
+        raise _fail(f"{p}matrix.gpus_per_node", 'needs workload.device = "cuda"; use ranks_per_node on CPU')
+    defaults = {"nodes": 1, "ranks_per_node": 1, "backend": workload["backend"], "model": workload["model"],
+                "batch_size": workload["batch_size"]}
+    axes = []
+    for name in MATRIX_AXES:
+        if name in raw:
+            axes.append((name, _axis_values(name, raw[name], f"{p}matrix.{name}")))
+        elif name in defaults and not (name == "ranks_per_node" and "gpus_per_node" in raw):
+            axes.append((name, (defaults[name],)))
+    return Matrix(tuple(axes), _excludes(raw_excludes, p))
+
+
+def _excludes(raw: Any, p: str) -> tuple[dict[str, tuple[Any, ...]], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _fail(f"{p}exclude", "expected an array of tables: write each entry as [[exclude]]")
+    out = []
+    for i, entry in enumerate(raw):
+        where = f"{p}exclude[{i}]"
+        if not isinstance(entry, dict) or not entry:
+            raise _fail(where, "expected a non-empty table of matrix keys, e.g. { backend = \"mpi\", nodes = 4 }")
+        rule = {}
+        for key, value in entry.items():
+            if key not in MATRIX_AXES:
+                raise _unknown(f"{where}.{key}", key, MATRIX_AXES)
+            rule[key] = _axis_values(key, value, f"{where}.{key}")
+        out.append(rule)
+    return tuple(out)
+
+
+def _domain_rules(spec: SweepSpec, p: str) -> None:
+    axes = dict(spec.matrix.axes)
+    if spec.workload.device == "cpu" and "nccl" in axes["backend"]:
+        i = axes["backend"].index("nccl")
+        where = f"{p}matrix.backend[{i}]" if len(axes["backend"]) > 1 else f"{p}workload.backend"
+        raise _fail(where, "'nccl' needs workload.device = \"cuda\" (NCCL has no CPU path); use gloo or mpi on CPU")
+
+
+def load(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such sweep file", hint="give the path of a .toml file, e.g. sweeps/local.toml") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read sweep file: {e}") from None
+    return parse(text, str(path))
+
+
+def time_limit_seconds(limit: str) -> int:
+    """Slurm time limit string to seconds: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS."""
+    days = 0
+    if "-" in limit:
+        d, limit = limit.split("-", 1)
+        days = int(d)
+        parts = [int(x) for x in limit.split(":")]
+        parts += [0] * (3 - len(parts))  # D-HH[:MM[:SS]]
+        h, m, s = parts
+    else:
+        parts = [int(x) for x in limit.split(":")]
+        if len(parts) == 1:
+            h, m, s = 0, parts[0], 0
+        elif len(parts) == 2:
+            h, m, s = 0, parts[0], parts[1]
+        else:
+            h, m, s = parts
+    return ((days * 24 + h) * 60 + m) * 60 + s

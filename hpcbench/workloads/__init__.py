@@ -1,0 +1,1 @@
+"""Code that runs inside a job, on the compute nodes."""

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Everything the tests need, from nothing: system packages (as root), the Python environment,
+# the local 2-node Slurm; then the whole suite; then the cluster is stopped again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod"
+if [ "$(id -u)" = 0 ]; then
+    missing=$(for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+    if [ -n "$missing" ]; then
+        echo "== apt-get install $missing"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    fi
+else
+    echo "note: not root, so system packages are not installed and the Slurm tests will fail without them" >&2
+fi
+source scripts/venv.sh
+# OpenMPI refuses root unless told; CI containers run as root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+"$VENV/bin/hpcbench" minicluster up
+trap '"$VENV/bin/hpcbench" minicluster down' EXIT
+start=$(date +%s)
+set +e
+"$VENV/bin/python" -m pytest "$@"
+rc=$?
+set -e
+echo "test suite wall time: $(( $(date +%s) - start ))s"
+exit $rc

@@ -1,0 +1,15 @@
+# Sourced by demo.sh and test.sh: create .venv with hpcbench and its dependencies, once.
+# torch/torchvision are pinned to the releases this project is tested with (a CUDA build; it runs on CPU too).
+HPCBENCH_PY=${HPCBENCH_PY:-python3}
+VENV=${HPCBENCH_VENV:-.venv}
+TORCH_PINS="torch==2.14.1 torchvision==0.29.1"
+stamp_want="$(cat setup.cfg scripts/venv.sh | sha256sum | cut -c1-16)"
+if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.hpcbench-stamp" 2>/dev/null)" != "$stamp_want" ]; then
+    echo "== creating $VENV (torch is large: this takes a minute or two the first time)"
+    "$HPCBENCH_PY" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+    "$VENV/bin/python" -m pip install -q $TORCH_PINS -e ".[test,plots]" 2>&1 | grep -v "^WARNING: Location" || true
+    "$VENV/bin/python" -c "import torch, torchvision, hpcbench" \
+        || { echo "error: $VENV is incomplete; see the pip output above" >&2; exit 2; }
+    echo "$stamp_want" > "$VENV/.hpcbench-stamp"
+fi
