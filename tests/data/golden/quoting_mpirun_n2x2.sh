@@ -1,0 +1,44 @@
+#!/bin/bash
+# hpcbench job script: point gloo-mnist_cnn-b32-n2x2 (5aa65fcd02) of sweep quoting.
+# Rendered by hpcbench 0.1.0. Submit it by hand with: sbatch /scratch/runs/scaling-golden/points/gloo-mnist_cnn-b32-n2x2-5aa65fcd02/job.sh
+#SBATCH --job-name=hpcb-quoting-gloo-mnist_cnn-b32-n2x2
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=2
+#SBATCH --cpus-per-task=1
+#SBATCH --time=00:30:00
+#SBATCH --partition='cpu nodes'
+#SBATCH --account='proj;rm -rf /'
+#SBATCH --output=/scratch/runs/scaling-golden/points/gloo-mnist_cnn-b32-n2x2-5aa65fcd02/job-%j.out
+#SBATCH --error=/scratch/runs/scaling-golden/points/gloo-mnist_cnn-b32-n2x2-5aa65fcd02/job-%j.err
+#SBATCH '--constraint=a100&ib'
+
+set -uo pipefail
+
+module load 'openmpi/4.1 '
+module load 'py$(whoami)'
+
+export NCCL_DEBUG=INFO
+export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
+export SAFE='it'"'"'s $HOME and `id`'
+
+cd /scratch/runs/scaling-golden/points/gloo-mnist_cnn-b32-n2x2-5aa65fcd02
+mpirun -np 4 --map-by socket --bind-to socket -x NCCL_DEBUG \
+    /opt/hpcbench/bin/python -u -m hpcbench.workloads.train \
+    --out /scratch/runs/scaling-golden/points/gloo-mnist_cnn-b32-n2x2-5aa65fcd02 \
+    --point-id 5aa65fcd02 \
+    --label gloo-mnist_cnn-b32-n2x2 \
+    --model mnist_cnn \
+    --backend gloo \
+    --device cpu \
+    --batch-size 32 \
+    --steps 20 \
+    --warmup-steps 5 \
+    --lr 0.01 \
+    --nodes 2 \
+    --ranks-per-node 2 \
+    --framework ddp \
+    --data synthetic \
+    --timeout-s 600
+rc=$?
+echo "$rc" > /scratch/runs/scaling-golden/points/gloo-mnist_cnn-b32-n2x2-5aa65fcd02/exitcode
+exit "$rc"

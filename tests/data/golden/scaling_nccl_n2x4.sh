@@ -1,0 +1,44 @@
+#!/bin/bash
+# hpcbench job script: point nccl-resnet50-b64-n2x4 (64a670f481) of sweep scaling.
+# Rendered by hpcbench 0.1.0. Submit it by hand with: sbatch /scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481/job.sh
+#SBATCH --job-name=hpcb-scaling-nccl-resnet50-b64-n2x4
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=4
+#SBATCH --gpus-per-node=4
+#SBATCH --cpus-per-task=8
+#SBATCH --time=00:20:00
+#SBATCH --partition=gpu
+#SBATCH --output=/scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481/job-%j.out
+#SBATCH --error=/scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481/job-%j.err
+#SBATCH --exclusive
+
+set -uo pipefail
+
+module load cuda/12.4
+module load nccl/2.21
+
+export NCCL_DEBUG=INFO
+export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
+export NCCL_IB_DISABLE=0
+
+cd /scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481
+srun --ntasks=8 --ntasks-per-node=4 --cpu-bind=sockets \
+    /opt/hpcbench/bin/python -u -m hpcbench.workloads.train \
+    --out /scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481 \
+    --point-id 64a670f481 \
+    --label nccl-resnet50-b64-n2x4 \
+    --model resnet50 \
+    --backend nccl \
+    --device cuda \
+    --batch-size 64 \
+    --steps 50 \
+    --warmup-steps 10 \
+    --lr 0.01 \
+    --nodes 2 \
+    --ranks-per-node 4 \
+    --framework ddp \
+    --data synthetic \
+    --timeout-s 600
+rc=$?
+echo "$rc" > /scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481/exitcode
+exit "$rc"

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from hpcbench import __version__
+from conftest import REPO
+
+
+def test_version_and_help(cli):
+    v = cli("--version")
+    assert v.returncode == 0 and v.stdout.strip() == f"hpcbench {__version__}"
+    h = cli("--help")
+    assert h.returncode == 0
+    for verb in ("sweep", "plan", "summarize", "minicluster"):
+        assert verb in h.stdout
+
+
+def test_console_script_is_installed():
+    exe = subprocess.run([sys.executable, "-c", "import shutil,sys,os; print(os.path.join(os.path.dirname(sys.executable), 'hpcbench'))"],
+                         capture_output=True, text=True).stdout.strip()
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    assert proc.stdout.strip() == f"hpcbench {__version__}"
+
+
+def test_python_m_sweep_is_hpcbench_sweep(cli, tmp_path):
+    a = cli("sweep", "sweeps/scaling.toml", "--dry-run", "--run-dir", str(tmp_path / "a"))
+    b = cli("sweeps/scaling.toml", "--dry-run", "--run-dir", str(tmp_path / "b"), module="hpcbench.sweep")
+    c = cli("plan", "sweeps/scaling.toml", "--run-dir", str(tmp_path / "c"))
+    assert a.returncode == b.returncode == c.returncode == 0, a.stderr + b.stderr + c.stderr
+    strip = lambda out, d: out.replace(str(tmp_path / d), "RUN")  # noqa: E731
+    assert strip(a.stdout, "a") == strip(b.stdout, "b") == strip(c.stdout, "c")
+    assert "34 points" in a.stdout and "nothing submitted" in a.stdout
+    scripts = sorted(p.parent.name for p in (tmp_path / "a" / "points").glob("*/job.sh"))
+    assert len(scripts) == 34
+    assert scripts == sorted(p.parent.name for p in (tmp_path / "b" / "points").glob("*/job.sh"))
+    assert (tmp_path / "a" / "sweep.toml").read_text() == (REPO / "sweeps" / "scaling.toml").read_text()
+
+
+def test_planning_imports_no_heavy_library(tmp_path):
+    code = (
+        "import sys, hpcbench.cli as c\n"
+        f"assert c.main(['plan', 'sweeps/scaling.toml', '--run-dir', {str(tmp_path / 'r')!r}]) == 0\n"
+        "print(sorted(m for m in ('torch', 'pandas', 'matplotlib', 'submitit', 'numpy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_existing_run_dir_is_refused(cli, tmp_path):
+    assert cli("plan", "sweeps/local.toml", "--run-dir", str(tmp_path / "r")).returncode == 0
+    again = cli("plan", "sweeps/local.toml", "--run-dir", str(tmp_path / "r"))
+    assert again.returncode == 2 and "already holds a run" in again.stderr
+
+
+def test_summarize_csv_format_and_bad_dir(cli, tmp_path):
+    assert cli("plan", "sweeps/local.toml", "--run-dir", str(tmp_path / "r")).returncode == 0
+    out = cli("summarize", str(tmp_path / "r"), "--format", "csv")
+    assert out.returncode == 0
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("point_id,label,backend") and len(lines) == 3
+    assert all(",not submitted," in l for l in lines[1:])
+    assert cli("summarize", str(tmp_path / "r"), "--strict").returncode == 1
+    bad = cli("summarize", str(tmp_path))
+    assert bad.returncode == 2 and "not an hpcbench run directory" in bad.stderr

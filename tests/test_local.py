@@ -1,0 +1,42 @@
+"""The local backend: the embedded default, real torch DDP over Gloo on this machine, no scheduler."""
+from __future__ import annotations
+
+import csv
+import json
+
+from hpcbench.rundir import RunDir
+from conftest import REPO, write
+
+
+def test_local_sweep_runs_and_summarizes(cli, tmp_path):
+    run = tmp_path / "run"
+    proc = cli("sweep", str(REPO / "sweeps" / "local.toml"), "--backend", "local", "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = list(csv.DictReader((run / "summary.csv").open()))
+    assert [(r["ranks_per_node"], r["state"]) for r in rows] == [("1", "ok"), ("2", "ok")]
+    assert all(float(r["throughput"]) > 0 for r in rows)
+    assert float(rows[0]["speedup"]) == 1.0
+    # The table the user sees names the same points.
+    assert "samples/s" in proc.stdout and proc.stdout.count(" ok ") == 2
+
+    rd = RunDir.open(run)
+    [two] = [p for p in rd.points() if p.world_size == 2]
+    rec = json.loads(rd.point(two).result.read_text())
+    assert rec["schema"] == "hpcbench.result/1"
+    assert rec["world_size"] == 2 and rec["backend"] == "gloo" and len(rec["step_times_s"]) == 30
+    assert [r["rank"] for r in rec["ranks"]] == [0, 1] and len({r["pid"] for r in rec["ranks"]}) == 2
+    # Same rank command line as the job script, run with the environment srun would give.
+    assert "--cpu-bind=sockets" in rd.point(two).job_script.read_text()
+    events = [json.loads(l)["event"] for l in rd.ledger.read_text().splitlines()]
+    assert events == ["submitted", "finished", "submitted", "finished"]
+
+
+def test_unavailable_backend_fails_fast_with_its_reason(cli, tmp_path):
+    # torch from PyPI has no MPI: the job must end at start with a clear record, not hang.
+    sweep = write(tmp_path / "mpi.toml", "[workload]\nbackend = 'mpi'\nsteps = 2\n[matrix]\nranks_per_node = [2]\n")
+    proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=120)
+    assert proc.returncode == 1
+    [row] = list(csv.DictReader((tmp_path / "run" / "summary.csv").open()))
+    assert row["state"] == "failed"
+    assert "BackendUnavailable: backend 'mpi': this torch was built without MPI support" in row["reason"]
+    assert "(+1 more ranks failed)" in row["reason"]

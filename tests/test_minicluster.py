@@ -1,0 +1,27 @@
+"""The throwaway 2-node Slurm: a full down/up cycle, idempotent both ways."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+
+@pytest.mark.slurm
+def test_down_up_cycle_is_idempotent(cli, slurm_cluster):
+    before = cli("minicluster", "status")
+    assert before.returncode == 0 and "minicluster up" in before.stdout
+    assert re.search(r"node1: idle", before.stdout) and re.search(r"node2: idle", before.stdout)
+
+    down = cli("minicluster", "down")
+    assert down.returncode == 0 and "stopped slurmctld" in down.stdout
+    assert "already down" in cli("minicluster", "down").stdout
+    status = cli("minicluster", "status")
+    assert status.returncode == 1 and "minicluster down" in status.stdout
+
+    up = cli("minicluster", "up", timeout=120)
+    assert up.returncode == 0, up.stderr
+    assert "started slurmctld" in up.stdout and "config: " in up.stdout and "logs: " in up.stdout
+    pids = re.findall(r"pid (\d+)", up.stdout)
+    again = cli("minicluster", "up")
+    assert "already up" in again.stdout and re.findall(r"pid (\d+)", again.stdout) == pids
+    assert "node1: idle" in again.stdout and "node2: idle" in again.stdout

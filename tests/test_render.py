@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hpcbench.plan import expand
+from hpcbench.render import render_job
+from hpcbench.rundir import PointPaths
+from hpcbench.spec import load, parse
+from conftest import DATA, REPO
+
+GOLDEN = DATA / "golden"
+RUN = Path("/scratch/runs/scaling-golden/points")
+PYTHON = "/opt/hpcbench/bin/python"
+
+MPIRUN_SWEEP = """
+[sweep]
+name = "quoting"
+[slurm]
+launcher = "mpirun"
+partition = "cpu nodes"
+account = "proj;rm -rf /"
+modules = ["openmpi/4.1 ", "py$(whoami)"]
+sbatch_args = ["--constraint=a100&ib"]
+[slurm.env]
+SAFE = "it's $HOME and `id`"
+[workload]
+model = "mnist_cnn"
+[matrix]
+nodes = [2]
+ranks_per_node = [2]
+"""
+
+
+def _render(spec, point) -> str:
+    return render_job(spec, point, PointPaths(RUN / point.dirname), PYTHON)
+
+
+def _check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("HPCBENCH_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; review the diff, then rerun with HPCBENCH_UPDATE_GOLDEN=1"
+
+
+def test_golden_srun_gpu_job_script():
+    spec = load(REPO / "sweeps" / "scaling.toml")
+    point = next(p for p in expand(spec) if (p.backend, p.nodes, p.ranks_per_node) == ("nccl", 2, 4))
+    text = _render(spec, point)
+    _check_golden("scaling_nccl_n2x4.sh", text)
+    assert "#SBATCH --gpus-per-node=4" in text and "#SBATCH --ntasks-per-node=4" in text
+    assert "export NCCL_DEBUG=INFO" in text and "srun --ntasks=8 --ntasks-per-node=4 --cpu-bind=sockets" in text
+
+
+def test_golden_mpirun_cpu_job_script_quotes_every_user_value():
+    spec = parse(MPIRUN_SWEEP, "quoting.toml")
+    [point] = expand(spec)
+    text = _render(spec, point)
+    _check_golden("quoting_mpirun_n2x2.sh", text)
+    assert "mpirun -np 4 --map-by socket --bind-to socket" in text
+    assert "gpus-per-node" not in text  # CPU points ask for no GPUs
+    assert "#SBATCH --partition='cpu nodes'" in text
+
+
+def test_rendered_values_survive_the_shell(tmp_path):
+    """Run the script's export and module lines in bash: hostile values come out as written, nothing runs."""
+    spec = parse(MPIRUN_SWEEP, "quoting.toml")
+    [point] = expand(spec)
+    text = _render(spec, point)
+    lines = [l for l in text.splitlines() if l.startswith(("export SAFE=", "module load"))]
+    script = "module() { printf '%s\\n' \"$@\" >> modules.txt; }\n" + "\n".join(lines) + '\nprintf "%s" "$SAFE"'
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout == "it's $HOME and `id`"
+    assert (tmp_path / "modules.txt").read_text().splitlines() == ["load", "openmpi/4.1 ", "load", "py$(whoami)"]
+
+
+@pytest.mark.parametrize("golden", ["scaling_nccl_n2x4.sh", "quoting_mpirun_n2x2.sh"])
+def test_golden_scripts_are_valid_bash(golden):
+    subprocess.run(["bash", "-n", str(GOLDEN / golden)], check=True)
+
+
+def test_sbatch_reads_the_quoted_directives_as_written(tmp_path, slurm_cluster):
+    """A real (held, then cancelled) submission: Slurm sees the quoted values exactly as the user wrote them."""
+    spec = parse(MPIRUN_SWEEP.replace('partition = "cpu nodes"', 'partition = "debug"')
+                 .replace('account = "proj;rm -rf /"\n', "")
+                 .replace('sbatch_args = ["--constraint=a100&ib"]', 'sbatch_args = ["--comment=x & \'y\'", "--hold"]'),
+                 "quoting.toml")
+    [point] = expand(spec)
+    script = tmp_path / "job.sh"
+    script.write_text(render_job(spec, point, PointPaths(tmp_path), PYTHON))
+    job = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        shown = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, check=True).stdout
+    finally:
+        subprocess.run(["scancel", job], check=True)
+    assert "JobName=hpcb-quoting-gloo-mnist_cnn-b32-n2x2" in shown
+    assert "Comment=x & 'y'" in shown and "NumNodes=2" in shown and "Partition=debug" in shown

@@ -1,0 +1,73 @@
+"""Integration: sweeps/ci.toml on the real 2-node Slurm, through sbatch and submitit."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from hpcbench.rundir import RunDir
+from conftest import REPO, write
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("backend", ["sbatch", "submitit"])
+def test_ci_sweep_on_two_node_slurm(cli, tmp_path, slurm_cluster, backend):
+    run = tmp_path / "run"
+    proc = cli("sweep", str(REPO / "sweeps" / "ci.toml"), "--backend", backend, "--wait", "--poll", "1",
+               "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = list(csv.DictReader((run / "summary.csv").open()))
+    assert len(rows) == 4
+    assert all(r["state"] == "ok" and float(r["throughput"]) > 0 for r in rows), rows
+    for r in rows:
+        # Both slurmd share one host, so the Slurm node name (SLURMD_NODENAME) is what tells them apart.
+        expected = "node1 node2" if r["nodes"] == "2" else None
+        if expected:
+            assert r["nodes_seen"] == expected, r
+        else:
+            assert r["nodes_seen"] in ("node1", "node2"), r
+    rd = RunDir.open(run)
+    subs = rd.submissions()
+    assert {s["backend"] for s in subs.values()} == {backend}
+    assert all(s["job_id"].isdigit() for s in subs.values())
+    two = next(p for p in rd.points() if (p.nodes, p.ranks_per_node) == (2, 2))
+    rec = json.loads(rd.point(two).result.read_text())
+    assert sorted((r["slurm_node"], r["local_rank"]) for r in rec["ranks"]) == [
+        ("node1", 0), ("node1", 1), ("node2", 0), ("node2", 1)]
+    assert rec["job_id"] == subs[two.id]["job_id"]
+
+
+@pytest.mark.slurm
+def test_mpirun_launcher_inside_allocation(cli, tmp_path, slurm_cluster):
+    sweep = write(tmp_path / "mpirun.toml", """
+[slurm]
+launcher = "mpirun"
+time = "00:05:00"
+[workload]
+steps = 5
+warmup_steps = 1
+[matrix]
+nodes = [2]
+ranks_per_node = [2]
+""")
+    run = tmp_path / "run"
+    proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rd = RunDir.open(run)
+    [p] = rd.points()
+    assert "mpirun -np 4 --map-by socket --bind-to socket" in rd.point(p).job_script.read_text()
+    rec = json.loads(rd.point(p).result.read_text())
+    assert sorted(r["slurm_node"] for r in rec["ranks"]) == ["node1", "node1", "node2", "node2"]
+
+
+@pytest.mark.slurm
+def test_failed_job_is_a_row_with_its_reason(cli, tmp_path, slurm_cluster):
+    # A python that does not exist: the job starts, the launcher fails, the script records the exit code.
+    sweep = write(tmp_path / "broken.toml", "[slurm]\npython = '/nonexistent/python'\ntime = '2'\n")
+    run = tmp_path / "run"
+    proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
+    assert proc.returncode == 1
+    [row] = list(csv.DictReader((run / "summary.csv").open()))
+    assert row["state"] == "failed"
+    assert row["reason"].startswith("exit code ") and "/nonexistent/python" in row["reason"]

@@ -1,0 +1,66 @@
+"""Point states from real run directories: nothing is dropped, every non-ok point carries its reason."""
+from __future__ import annotations
+
+import json
+
+from hpcbench.plan import expand
+from hpcbench.report.summarize import summarize
+from hpcbench.rundir import RunDir, atomic_write_json
+from hpcbench.schema import ErrorRecord
+from hpcbench.spec import parse
+from hpcbench.state import collect
+
+SWEEP = "[matrix]\nnodes = [1, 2]\nranks_per_node = [1, 2]\n[[exclude]]\nnodes = 1\nranks_per_node = 1\n"
+
+
+def make_run(tmp_path):
+    spec = parse(SWEEP + "[sweep]\nrepeats = 2\n", "s.toml")
+    points = expand(spec)
+    return RunDir.create(tmp_path / "run", spec.text, "s", points), points
+
+
+def error(point, rank, time, msg):
+    return ErrorRecord(point_id=point.id, rank=rank, hostname=f"host{rank}", error_type="RuntimeError",
+                       message=msg, traceback="...", time=time).to_dict()
+
+
+def test_every_point_gets_a_state_and_reason(tmp_path):
+    rd, pts = make_run(tmp_path)
+    assert len(pts) == 6
+    a, b, c, d, e, f = pts
+    # a: two ranks failed; the earlier one is the root cause.
+    rd.record("submitted", a.id, job_id="990011", backend="sbatch")
+    atomic_write_json(rd.point(a).error(1), error(a, 1, "2026-01-01T00:00:05+00:00", "Connection reset by peer"))
+    atomic_write_json(rd.point(a).error(0), error(a, 0, "2026-01-01T00:00:01+00:00", "CUDA out of memory"))
+    # b: Slurm killed it at the time limit.
+    rd.record("submitted", b.id, job_id="990012", backend="sbatch")
+    rd.point(b).stderr("990012").write_text("slurmstepd: error: *** JOB 990012 ON node1 CANCELLED AT 2026-01-01T00:10:00 "
+                                         "DUE TO TIME LIMIT ***\n")
+    # c: the launcher failed with an exit code before Python ran.
+    rd.record("submitted", c.id, job_id="990013", backend="sbatch")
+    rd.point(c).exitcode.write_text("127\n")
+    rd.point(c).stderr("990013").write_text("line 1\nbash: python: command not found\n")
+    # d: left the queue with nothing at all.
+    rd.record("submitted", d.id, job_id="990014", backend="sbatch")
+    # e: a record from a future hpcbench.
+    rd.record("submitted", e.id, job_id="990015", backend="sbatch")
+    rd.point(e).result.write_text(json.dumps({"schema": "hpcbench.result/99"}))
+    # f: never submitted.
+
+    states = {s.point.id: s for s in collect(rd, live={})}
+    assert [states[p.id].state for p in pts] == ["failed", "timeout", "failed", "missing", "unparsable", "not submitted"]
+    assert states[a.id].reason == "rank 0 on host0: RuntimeError: CUDA out of memory (+1 more ranks failed)"
+    assert "DUE TO TIME LIMIT" in states[b.id].reason
+    assert states[c.id].reason == "exit code 127: bash: python: command not found"
+    assert "job 990014 left the queue without a result or exit code" in states[d.id].reason
+    assert "hpcbench.result/99" in states[e.id].reason and "not known to this hpcbench" in states[e.id].reason
+
+    # A job still queued shows its live state; with the queue unreadable, the state is unknown, not missing.
+    assert {s.point.id: s.state for s in collect(rd, live={"990014": "PENDING"})}[d.id] == "pending"
+    assert {s.point.id: s.state for s in collect(rd, live=None)}[d.id] == "unknown"
+
+    text, rows = summarize(rd, "table")
+    assert len(rows) == 6 and all(r["throughput"] is None for r in rows)
+    assert "CUDA out of memory" in text and "not submitted" in text
+    csv_lines = rd.summary_csv.read_text().splitlines()
+    assert len(csv_lines) == 7 and csv_lines[0].startswith("point_id,label,backend")
