@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from hpcbench import __version__
 from hpcbench.errors import HpcbenchError
+
+if TYPE_CHECKING:
+    from hpcbench.rundir import RunDir
 
 
 def _echo(line: str) -> None:
@@ -18,7 +22,7 @@ def _echo(line: str) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from hpcbench import spec as spec_mod
-    from hpcbench.plan import plan_rows, PLAN_COLUMNS
+    from hpcbench.plan import PLAN_COLUMNS, plan_rows
     from hpcbench.report.tables import format_table
     from hpcbench.runner import SweepOptions, make_backend, prepare, submit_all, wait
 
@@ -45,7 +49,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return _print_summary(rd, "table", failures)
 
 
-def _print_summary(rd, fmt: str, failures: int = 0) -> int:  # type: ignore[no-untyped-def]
+def _print_summary(rd: RunDir, fmt: str, failures: int = 0) -> int:
     from hpcbench.report.summarize import summarize
 
     text, rows = summarize(rd, fmt)
@@ -109,24 +113,26 @@ def build_parser() -> argparse.ArgumentParser:
     # --debug is accepted after the verb too, so `python -m hpcbench.sweep FILE --debug` works.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
-    sub = ap.add_subparsers(dest="command", metavar="<command>", parser_class=lambda **kw: argparse.ArgumentParser(
-        parents=[common], **kw))
+    sub = ap.add_subparsers(dest="command", metavar="<command>")
 
-    p = sub.add_parser("sweep", help="expand a sweep file into jobs and run or submit them")
+    def verb(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, parents=[common])
+
+    p = verb("sweep", "expand a sweep file into jobs and run or submit them")
     _add_sweep_args(p, with_submit=True)
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("plan", help="same as 'sweep --dry-run': print the matrix, write the job scripts")
+    p = verb("plan", "same as 'sweep --dry-run': print the matrix, write the job scripts")
     _add_sweep_args(p, with_submit=False)
     p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("summarize", help="tables of a run directory (writes summary.csv)")
+    p = verb("summarize", "tables of a run directory (writes summary.csv)")
     p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
     p.add_argument("--format", choices=("table", "csv"), default="table")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.set_defaults(func=cmd_summarize)
 
-    p = sub.add_parser("minicluster", help="start, stop or check a throwaway 2-node Slurm on this machine (root)")
+    p = verb("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)")
     p.add_argument("action", choices=("up", "down", "status"))
     from hpcbench.minicluster import DEFAULT_DIR
 

@@ -95,13 +95,14 @@ PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP
 """
 
 
-def _alive(pidfile: Path) -> int | None:
+def _alive(pidfile: Path, name: str) -> int | None:
+    """The pid in ``pidfile`` if that process is still ``name`` (a stale file may name a reused pid)."""
     try:
         pid = int(pidfile.read_text().strip())
-        os.kill(pid, 0)
-        return pid
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
     except (OSError, ValueError):
         return None
+    return pid if comm.startswith(name) else None
 
 
 def _pgrep(name: str) -> bool:
@@ -130,8 +131,8 @@ def _require_root_and_tools() -> None:
 
 
 def _daemons(lay: Layout) -> dict[str, int | None]:
-    out = {"slurmctld": _alive(lay.ctld_pid())}
-    out.update({f"slurmd {n}": _alive(lay.slurmd_pid(n)) for n in NODES})
+    out = {"slurmctld": _alive(lay.ctld_pid(), "slurmctld")}
+    out.update({f"slurmd {n}": _alive(lay.slurmd_pid(n), "slurmd") for n in NODES})
     return out
 
 
@@ -140,7 +141,7 @@ def _ensure_munge(lay: Layout) -> str:
         return "munged already running"
     key = Path("/etc/munge/munge.key")
     if not key.exists():
-        _run(["mungekey", "--create"]) if shutil.which("mungekey") else None
+        _run(["mungekey", "--create"])
         shutil.chown(key, "munge", "munge")
         key.chmod(0o400)
     # munged refuses to start when its folders or files belong to someone else (e.g. root).

@@ -44,7 +44,7 @@ class Point:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Point":
+    def from_dict(cls, d: dict[str, Any]) -> Point:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 

@@ -21,18 +21,19 @@ import fcntl
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from hpcbench import schema
 from hpcbench.errors import ConfigError
 from hpcbench.plan import Point
 
 
-def utcnow() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+def utcnow(timespec: str = "seconds") -> str:
+    return datetime.now(timezone.utc).isoformat(timespec=timespec)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -121,7 +122,7 @@ class RunDir:
         return path
 
     @classmethod
-    def create(cls, root: Path, sweep_text: str, sweep_name: str, points: list[Point]) -> "RunDir":
+    def create(cls, root: Path, sweep_text: str, sweep_name: str, points: list[Point]) -> RunDir:
         rd = cls(root)
         if rd.plan_json.exists():
             raise ConfigError(
@@ -140,7 +141,7 @@ class RunDir:
         return rd
 
     @classmethod
-    def open(cls, root: Path) -> "RunDir":
+    def open(cls, root: Path) -> RunDir:
         rd = cls(root)
         if not rd.plan_json.is_file():
             raise ConfigError(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from hpcbench import slurmcli
 from hpcbench.backends.base import Backend
@@ -93,7 +93,7 @@ def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: floa
     last = None
     while ids:
         states = slurmcli.queue_states(ids)
-        counts = {}
+        counts: dict[str, int] = {}
         for st in states.values():
             counts[st.lower()] = counts.get(st.lower(), 0) + 1
         msg = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "all jobs left the queue"

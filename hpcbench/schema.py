@@ -98,7 +98,7 @@ class ResultRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> "ResultRecord":
+    def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> ResultRecord:
         check(doc, RESULT, source)
         return replace(_from_dict(cls, doc), ranks=[_from_dict(RankInfo, r) for r in doc.get("ranks", [])])
 
@@ -124,6 +124,6 @@ class ErrorRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> "ErrorRecord":
+    def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> ErrorRecord:
         check(doc, ERROR, source)
         return _from_dict(cls, doc)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hpcbench.errors import ConfigError
 from hpcbench.workloads.models import MODELS

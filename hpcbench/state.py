@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 
-from hpcbench import schema
-from hpcbench.errors import SchemaError
+from hpcbench import schema, slurmcli
+from hpcbench.errors import SchedulerError, SchemaError
 from hpcbench.plan import Point
 from hpcbench.rundir import PointPaths, RunDir
 from hpcbench.schema import ErrorRecord, ResultRecord
@@ -71,39 +72,39 @@ def _exitcode(paths: PointPaths) -> int | None:
 def point_state(p: Point, paths: PointPaths, sub: dict | None, live: dict[str, str] | None) -> PointState:
     job_id = sub.get("job_id") if sub else None
     backend = sub.get("backend") if sub else None
-    base = dict(point=p, job_id=job_id, backend=backend)
+    make = partial(PointState, point=p, job_id=job_id, backend=backend)
     if paths.result.exists():
         try:
             rec = ResultRecord.from_dict(schema.read_json(paths.result, schema.RESULT), str(paths.result))
-            return PointState(state="ok", result=rec, **base)
+            return make(state="ok", result=rec)
         except (SchemaError, TypeError, KeyError) as e:
-            return PointState(state="unparsable", reason=str(e), **base)
+            return make(state="unparsable", reason=str(e))
     if sub and sub.get("event") == "submit_failed":
-        return PointState(state="failed", reason=f"not submitted: {sub.get('reason', '')}", **base)
+        return make(state="failed", reason=f"not submitted: {sub.get('reason', '')}")
     first, n_failed, bad = root_cause(paths)
     if first is not None:
         more = f" (+{n_failed - 1} more ranks failed)" if n_failed > 1 else ""
-        return PointState(state="failed", reason=f"rank {first.rank} on {first.hostname}: "
-                          f"{first.error_type}: {first.message}{more}", **base)
+        return make(state="failed", reason=f"rank {first.rank} on {first.hostname}: "
+                          f"{first.error_type}: {first.message}{more}")
     if bad:
-        return PointState(state="unparsable", reason=bad[0], **base)
+        return make(state="unparsable", reason=bad[0])
     if sub is None:
-        return PointState(state="not submitted", reason="planned only (dry run?)", **base)
+        return make(state="not submitted", reason="planned only (dry run?)")
     if live is not None and job_id in live:
-        return PointState(state=live[job_id].lower(), **base)
+        return make(state=live[job_id].lower())
     code = _exitcode(paths)
     line, timed_out = log_reason(paths)
     if timed_out:
-        return PointState(state="timeout", reason=line, **base)
+        return make(state="timeout", reason=line)
     if code is not None:
         why = f"exit code {code}" + (f": {line}" if line else "")
         if code == 0:
             why = "the job exited 0 but wrote no result record" + (f"; last log line: {line}" if line else "")
-        return PointState(state="failed", reason=why, **base)
+        return make(state="failed", reason=why)
     if live is None and backend != "local":
-        return PointState(state="unknown", reason=f"job {job_id}: no result yet, and the queue could not be read", **base)
+        return make(state="unknown", reason=f"job {job_id}: no result yet, and the queue could not be read")
     why = f"job {job_id} left the queue without a result or exit code"
-    return PointState(state="missing", reason=why + (f"; last log line: {line}" if line else " and without logs"), **base)
+    return make(state="missing", reason=why + (f"; last log line: {line}" if line else " and without logs"))
 
 
 def collect(rd: RunDir, live: dict[str, str] | None) -> list[PointState]:
@@ -113,9 +114,6 @@ def collect(rd: RunDir, live: dict[str, str] | None) -> list[PointState]:
 
 def live_states(rd: RunDir) -> dict[str, str] | None:
     """squeue's view of this run's queued jobs; {} when none were queued; None when squeue cannot be read."""
-    from hpcbench import slurmcli
-    from hpcbench.errors import SchedulerError
-
     ids = [s["job_id"] for s in rd.submissions().values() if s.get("backend") != "local" and s.get("job_id")]
     if not ids:
         return {}

@@ -3,8 +3,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from hpcbench import __version__
 from conftest import REPO
+
+from hpcbench import __version__
 
 
 def test_version_and_help(cli):
@@ -28,7 +29,7 @@ def test_python_m_sweep_is_hpcbench_sweep(cli, tmp_path):
     b = cli("sweeps/scaling.toml", "--dry-run", "--run-dir", str(tmp_path / "b"), module="hpcbench.sweep")
     c = cli("plan", "sweeps/scaling.toml", "--run-dir", str(tmp_path / "c"))
     assert a.returncode == b.returncode == c.returncode == 0, a.stderr + b.stderr + c.stderr
-    strip = lambda out, d: out.replace(str(tmp_path / d), "RUN")  # noqa: E731
+    strip = lambda out, d: out.replace(str(tmp_path / d), "RUN")
     assert strip(a.stdout, "a") == strip(b.stdout, "b") == strip(c.stdout, "c")
     assert "34 points" in a.stdout and "nothing submitted" in a.stdout
     scripts = sorted(p.parent.name for p in (tmp_path / "a" / "points").glob("*/job.sh"))
@@ -63,3 +64,20 @@ def test_summarize_csv_format_and_bad_dir(cli, tmp_path):
     assert cli("summarize", str(tmp_path / "r"), "--strict").returncode == 1
     bad = cli("summarize", str(tmp_path))
     assert bad.returncode == 2 and "not an hpcbench run directory" in bad.stderr
+
+
+def test_auto_backend_runs_locally_without_sbatch(cli, tmp_path):
+    # No sbatch on PATH: --backend auto (the default) must fall back to the local backend.
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text("[workload]\nsteps = 2\nwarmup_steps = 0\n")
+    proc = cli("sweep", str(sweep), "--run-dir", str(tmp_path / "r"), env={"PATH": "/nonexistent"}, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "submitting with backend local" in proc.stdout
+    ledger = (tmp_path / "r" / "ledger.jsonl").read_text()
+    assert '"backend": "local"' in ledger and '"exit_code": "0"' in ledger
+
+
+def test_auto_backend_picks_sbatch_when_it_is_on_path(slurm_cluster):
+    from hpcbench.runner import make_backend
+
+    assert make_backend("auto").name == "sbatch"

@@ -4,8 +4,9 @@ from __future__ import annotations
 import csv
 import json
 
-from hpcbench.rundir import RunDir
 from conftest import REPO, write
+
+from hpcbench.rundir import RunDir
 
 
 def test_local_sweep_runs_and_summarizes(cli, tmp_path):

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+from conftest import REPO
+
 from hpcbench.plan import expand
 from hpcbench.spec import load, parse
-from conftest import REPO
 
 
 def test_scaling_matrix_product_minus_excludes():

@@ -5,12 +5,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import DATA, REPO
 
 from hpcbench.plan import expand
 from hpcbench.render import render_job
 from hpcbench.rundir import PointPaths
 from hpcbench.spec import load, parse
-from conftest import DATA, REPO
 
 GOLDEN = DATA / "golden"
 RUN = Path("/scratch/runs/scaling-golden/points")

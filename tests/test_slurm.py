@@ -5,9 +5,9 @@ import csv
 import json
 
 import pytest
+from conftest import REPO, write
 
 from hpcbench.rundir import RunDir
-from conftest import REPO, write
 
 
 @pytest.mark.slurm

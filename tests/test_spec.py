@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import REPO, write
 
 from hpcbench.errors import ConfigError
 from hpcbench.spec import load, parse, time_limit_seconds
-from conftest import REPO, write
 
 MINIMAL = "[matrix]\nranks_per_node = [1, 2]\n"
 

@@ -4,6 +4,7 @@ import os
 import socket
 import subprocess
 import time
+from typing import BinaryIO
 
 from hpcbench.backends.base import Backend
 from hpcbench.launch import rank_argv
@@ -72,7 +73,7 @@ class LocalBackend(Backend):
         return job_id
 
 
-def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: object) -> int:
+def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: BinaryIO) -> int:
     """Wait for every rank. Like a job step: first failure wins; the time limit kills everything."""
     deadline = time.monotonic() + limit_s
     failed_at = None
@@ -87,7 +88,7 @@ def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: object)
                 if p.poll() is None:
                     p.kill()
             if now > deadline:
-                getattr(err, "write")(b"hpcbench local: time limit reached, ranks killed\n")
+                err.write(b"hpcbench local: time limit reached, ranks killed\n")
                 return 124
             break
         time.sleep(0.05)

@@ -28,7 +28,7 @@ class TrainConfig:
     timeout_s: int = 600  # process-group timeout: a broken peer ends the job instead of hanging it
 
     @classmethod
-    def from_point(cls, p: Point, out: str) -> "TrainConfig":
+    def from_point(cls, p: Point, out: str) -> TrainConfig:
         names = {f.name for f in fields(cls)}
         return cls(out=out, point_id=p.id, **{k: v for k, v in p.to_dict().items() if k in names and k != "out"})
 
@@ -39,7 +39,7 @@ class TrainConfig:
         return argv
 
     @classmethod
-    def from_argv(cls, argv: list[str] | None) -> "TrainConfig":
+    def from_argv(cls, argv: list[str] | None) -> TrainConfig:
         ap = argparse.ArgumentParser(prog="python -m hpcbench.workloads.train",
                                      description="One rank of an hpcbench training point.")
         for f in fields(cls):

@@ -10,8 +10,8 @@ import os
 import re
 import socket
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 
 @dataclass(frozen=True)

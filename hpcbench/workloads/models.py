@@ -28,7 +28,7 @@ MODELS: dict[str, ModelInfo] = {
 
 def build_model(name: str) -> Any:
     """Return a freshly initialised ``torch.nn.Module`` for ``name`` (imports torch lazily)."""
-    import torch.nn as nn
+    from torch import nn
 
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -42,8 +42,8 @@ def build_model(name: str) -> Any:
 
 
 def _MnistCNN() -> Any:
-    import torch.nn as nn
     import torch.nn.functional as F
+    from torch import nn
 
     class MnistCNN(nn.Module):
         # Same layers as horovod/examples/pytorch/pytorch_mnist.py.

@@ -79,13 +79,14 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     _check_backend(cfg.backend, cfg.device)
     torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", "1")))
     started = utcnow()
-    if cfg.device == "cuda":
+    cuda = cfg.device == "cuda"
+    if cuda:
         torch.cuda.set_device(env.local_rank)
-        device = torch.device("cuda", env.local_rank)
-        sync = torch.cuda.synchronize
-    else:
-        device = torch.device("cpu")
-        sync = lambda: None  # noqa: E731 - CPU ops are synchronous
+    device = torch.device("cuda", env.local_rank) if cuda else torch.device("cpu")
+
+    def sync() -> None:  # CPU ops are already synchronous
+        if cuda:
+            torch.cuda.synchronize()
 
     dist.init_process_group(
         backend="ccl" if cfg.backend == "oneccl" else cfg.backend,
@@ -96,7 +97,7 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
         torch.manual_seed(0)  # same initial weights everywhere; DDP also broadcasts rank 0's
         info = MODELS[cfg.model]
         model = build_model(cfg.model).to(device)
-        ddp = DDP(model, device_ids=[env.local_rank] if cfg.device == "cuda" else None)
+        ddp = DDP(model, device_ids=[env.local_rank] if cuda else None)
         opt = torch.optim.SGD(ddp.parameters(), lr=cfg.lr, momentum=0.9)
         loss_fn = torch.nn.CrossEntropyLoss()
         gen = torch.Generator().manual_seed(1000 + env.rank)
@@ -159,9 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as e:  # every failure leaves a record with its reason, never just a dead job
         traceback.print_exc()
+        lines = str(e).strip().splitlines()
+        # Microseconds: the earliest failure across ranks is the root cause, the rest are its echoes.
         err = ErrorRecord(point_id=cfg.point_id, rank=max(rank, 0), hostname=socket.gethostname(),
-                          error_type=type(e).__name__, message=str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__,
-                          traceback=traceback.format_exc(), time=utcnow())
+                          error_type=type(e).__name__, message=lines[0] if lines else type(e).__name__,
+                          traceback=traceback.format_exc(), time=utcnow("microseconds"))
         atomic_write_json(PointPaths(Path(cfg.out)).error(max(rank, 0)), err.to_dict())
         return 2 if isinstance(e, BackendUnavailable) else 1
 
