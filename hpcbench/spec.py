@@ -286,7 +286,7 @@ def parse(text: str, path: str = "<sweep>") -> SweepSpec:
         workload=Workload(**workload),
         matrix=matrix,
     )
-    _domain_rules(spec, p)
+    _domain_rules(spec, raw.get("matrix"), p)
     return spec
 
 
@@ -331,11 +331,14 @@ def _excludes(raw: Any, p: str) -> tuple[dict[str, tuple[Any, ...]], ...]:
     return tuple(out)
 
 
-def _domain_rules(spec: SweepSpec, p: str) -> None:
-    axes = dict(spec.matrix.axes)
-    if spec.workload.device == "cpu" and "nccl" in axes["backend"]:
-        i = axes["backend"].index("nccl")
-        where = f"{p}matrix.backend[{i}]" if len(axes["backend"]) > 1 else f"{p}workload.backend"
+def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
+    backends = dict(spec.matrix.axes)["backend"]
+    if spec.workload.device == "cpu" and "nccl" in backends:
+        # Name the key the user actually wrote: the matrix list, or the workload default.
+        if isinstance(raw_matrix, dict) and "backend" in raw_matrix:
+            where = f"{p}matrix.backend" + (f"[{backends.index('nccl')}]" if isinstance(raw_matrix["backend"], list) else "")
+        else:
+            where = f"{p}workload.backend"
         raise _fail(where, "'nccl' needs workload.device = \"cuda\" (NCCL has no CPU path); use gloo or mpi on CPU")
 
 
