@@ -100,9 +100,10 @@ def _alive(pidfile: Path, name: str) -> int | None:
     try:
         pid = int(pidfile.read_text().strip())
         comm = Path(f"/proc/{pid}/comm").read_text().strip()
-    except (OSError, ValueError):
+        zombie = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, ValueError, IndexError):
         return None
-    return pid if comm.startswith(name) else None
+    return pid if comm.startswith(name) and not zombie else None
 
 
 def _pgrep(name: str) -> bool:
