@@ -229,6 +229,8 @@ def down(root: Path = DEFAULT_DIR, quiet: bool = False) -> list[str]:
         lines.append(f"stopped {', '.join(running)}")
     if lay.munge_mark.exists():
         subprocess.run(["pkill", "-x", "munged"], capture_output=True)
+        # Wait, or a quick `up` would find the dying munged "already running" and lose authentication.
+        _wait_for("munged to stop", lambda: not _pgrep("munged"), timeout=20)
         lay.munge_mark.unlink()
         lines.append("stopped munged")
     if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == lay.conf:
