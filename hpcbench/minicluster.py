@@ -171,6 +171,12 @@ def _node_states(lay: Layout) -> dict[str, str]:
     return dict(line.split()[:2] for line in proc.stdout.splitlines() if len(line.split()) >= 2)
 
 
+def _nodes_ready(lay: Layout) -> bool:
+    states = _node_states(lay)
+    return len(states) == len(NODES) and all(
+        s.rstrip("*~#").lower() in ("idle", "mixed", "allocated") for s in states.values())
+
+
 def up(root: Path = DEFAULT_DIR) -> list[str]:
     """Start the cluster (idempotent). Returns the lines to print."""
     _require_root_and_tools()
@@ -190,9 +196,7 @@ def up(root: Path = DEFAULT_DIR) -> list[str]:
     _wait_for("slurmctld", lambda: _ping(lay))
     for node in NODES:
         _run(["slurmd", "-f", str(lay.conf), "-N", node], env=env)
-    _wait_for("node1 and node2 to register", lambda: all(
-        s.rstrip("*~#").lower() in ("idle", "mixed", "allocated") for s in _node_states(lay).values()
-    ) and len(_node_states(lay)) == len(NODES))
+    _wait_for("node1 and node2 to register", lambda: _nodes_ready(lay))
     lines += [f"started slurmctld (port {CTLD_PORT}) and slurmd node1, node2 (ports {SLURMD_PORTS[0]}-{SLURMD_PORTS[1]})",
               f"config: {lay.conf}", f"logs:   {lay.logs}"]
     return lines + status_lines(lay)

@@ -177,3 +177,7 @@ class RunDir:
     def submissions(self) -> dict[str, dict[str, Any]]:
         """Latest submission attempt per point id ('submitted' or 'submit_failed')."""
         return {e["point_id"]: e for e in self.events() if e["event"] in ("submitted", "submit_failed")}
+
+    def queued_job_ids(self) -> list[str]:
+        """Job ids of this run that went through a scheduler queue (everything but the local backend)."""
+        return [s["job_id"] for s in self.submissions().values() if s.get("backend") != "local" and s.get("job_id")]

@@ -88,7 +88,7 @@ def submit_all(spec: SweepSpec, rd: RunDir, points: list[Point], python: str, ba
 
 def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: float | None = None) -> None:
     """Block until no job of this run is in the queue. Polls squeue (sacct may be off)."""
-    ids = [s["job_id"] for s in rd.submissions().values() if s.get("backend") != "local" and s.get("job_id")]
+    ids = rd.queued_job_ids()
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     last = None
     while ids:

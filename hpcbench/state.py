@@ -114,7 +114,7 @@ def collect(rd: RunDir, live: dict[str, str] | None) -> list[PointState]:
 
 def live_states(rd: RunDir) -> dict[str, str] | None:
     """squeue's view of this run's queued jobs; {} when none were queued; None when squeue cannot be read."""
-    ids = [s["job_id"] for s in rd.submissions().values() if s.get("backend") != "local" and s.get("job_id")]
+    ids = rd.queued_job_ids()
     if not ids:
         return {}
     try:
