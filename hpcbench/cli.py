@@ -56,7 +56,7 @@ def _print_summary(rd: RunDir, fmt: str, failures: int = 0) -> int:
     print(text, end="" if text.endswith("\n") else "\n")
     if fmt == "table":
         _echo(f"summary: {rd.summary_csv}")
-    bad = [r for r in rows if r["state"] != "ok"]
+    bad = [r for r in rows if not r["ok"]]
     return 1 if (failures or bad) else 0
 
 

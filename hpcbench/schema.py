@@ -17,9 +17,10 @@ RESULT = "hpcbench.result"
 ERROR = "hpcbench.error"
 PLAN = "hpcbench.plan"
 LEDGER = "hpcbench.ledger"
+PROVENANCE = "hpcbench.provenance"
 
-# name -> versions this code can read
-KNOWN: dict[str, tuple[int, ...]] = {RESULT: (1,), ERROR: (1,), PLAN: (1,), LEDGER: (1,)}
+# name -> versions this code can read. result/2 only adds fields (all defaulted), so /1 still reads.
+KNOWN: dict[str, tuple[int, ...]] = {RESULT: (1, 2), ERROR: (1,), PLAN: (1,), LEDGER: (1,), PROVENANCE: (1,)}
 CURRENT: dict[str, int] = {name: max(v) for name, v in KNOWN.items()}
 
 
@@ -67,6 +68,30 @@ class RankInfo:
 
 
 @dataclass(frozen=True)
+class GpuUtil:
+    """GPU utilisation sampled during the timed steps, over all GPUs of all ranks."""
+
+    util_mean: float  # percent
+    util_min: float
+    mem_used_mib_max: float
+    samples: int
+    source: str  # "nvml" | "nvidia-smi"
+
+
+@dataclass(frozen=True)
+class AllreduceRow:
+    """One message size of the allreduce benchmark, with nccl-tests' definitions of algbw and busbw."""
+
+    size_bytes: int
+    count: int  # elements
+    dtype: str
+    time_us: float  # mean over iterations, slowest rank
+    algbw_gbps: float  # GB/s = size / time
+    busbw_gbps: float  # algbw * 2 (n-1) / n
+    wrong: int  # elements that differ from the expected sum
+
+
+@dataclass(frozen=True)
 class ResultRecord:
     """What one training point measured. Written once by rank 0, atomically."""
 
@@ -92,6 +117,27 @@ class ResultRecord:
     job_id: str | None
     measurement: str
     versions: dict[str, str | None] = field(default_factory=dict)
+    # --- result/2 ---
+    kind: str = "train"  # "train" | "allreduce"
+    data: str = "synthetic"
+    scaling: str = "weak"  # weak: batch_size per rank fixed; strong: global_batch_size fixed
+    global_batch_size: int | None = None
+    lr: float | None = None  # the learning rate used, after scaling
+    lr_scaled: bool | None = None  # whether lr was multiplied by the world size
+    step_time_ci95_s: float | None = None  # half-width of the 95% CI of the mean step time
+    throughput_ci95: float | None = None  # half-width, samples/s over all ranks
+    throughput_per_rank_ci95: float | None = None
+    comm_time_s: float | None = None  # mean communication time per step
+    compute_time_s: float | None = None  # mean compute time per step
+    comm_fraction: float | None = None  # comm_time_s / mean_step_time_s
+    comm_method: str | None = None  # how the split was measured
+    gpu: GpuUtil | None = None
+    gpu_reason: str | None = None  # why gpu is None
+    allreduce: list[AllreduceRow] = field(default_factory=list)
+    affinity_ok: bool | None = None  # every rank's affinity matches the requested binding
+    affinity_detail: str | None = None
+    provenance: list[str] = field(default_factory=list)  # provenance-rank<N>.json names, in the point folder
+    timeline: str | None = None  # Horovod timeline file name, in the point folder
     schema: str = tag(RESULT)
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,7 +146,10 @@ class ResultRecord:
     @classmethod
     def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> ResultRecord:
         check(doc, RESULT, source)
-        return replace(_from_dict(cls, doc), ranks=[_from_dict(RankInfo, r) for r in doc.get("ranks", [])])
+        gpu = doc.get("gpu")
+        return replace(_from_dict(cls, doc), ranks=[_from_dict(RankInfo, r) for r in doc.get("ranks", [])],
+                       gpu=_from_dict(GpuUtil, gpu) if isinstance(gpu, dict) else None,
+                       allreduce=[_from_dict(AllreduceRow, r) for r in doc.get("allreduce", [])])
 
     @property
     def slurm_nodes(self) -> list[str]:

@@ -20,6 +20,9 @@ _SLURM_END = re.compile(r"\*\*\* (?:JOB|STEP) \S+ .*(CANCELLED|DUE TO TIME LIMIT
 _ERRORISH = re.compile(r"(Error|error:|Exception|Traceback|FAILED|Killed|killed)")
 
 
+LIVE_STATES = frozenset({"pending", "running", "unknown"})
+
+
 @dataclass(frozen=True)
 class PointState:
     point: Point
@@ -28,6 +31,16 @@ class PointState:
     job_id: str | None = None
     backend: str | None = None
     result: ResultRecord | None = None
+
+    @property
+    def ok(self) -> bool:
+        """A readable result record exists: the one test callers should use, whatever the state is called."""
+        return self.result is not None
+
+    @property
+    def final(self) -> bool:
+        """Nothing more will happen to this point without a resubmission."""
+        return self.state not in LIVE_STATES
 
 
 def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:

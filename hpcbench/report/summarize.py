@@ -11,7 +11,7 @@ from hpcbench.state import PointState, collect, live_states
 
 CSV_COLUMNS = (
     "point_id", "label", "backend", "model", "batch_size", "nodes", "ranks_per_node", "world_size", "repeat",
-    "state", "job_id", "step_time_ms", "throughput", "throughput_per_rank", "speedup", "efficiency",
+    "state", "ok", "job_id", "step_time_ms", "throughput", "throughput_per_rank", "speedup", "efficiency",
     "nodes_seen", "reason",
 )
 TABLE_COLUMNS = ("backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
@@ -25,7 +25,7 @@ def _row(s: PointState) -> dict[str, Any]:
     return {
         "point_id": p.id, "label": p.label, "backend": p.backend, "model": p.model, "batch_size": p.batch_size,
         "nodes": p.nodes, "ranks_per_node": p.ranks_per_node, "world_size": p.world_size, "repeat": p.repeat,
-        "state": s.state, "job_id": s.job_id,
+        "state": s.state, "ok": s.ok, "job_id": s.job_id,
         "step_time_ms": r.mean_step_time_s * 1e3 if r else None,
         "throughput": r.throughput if r else None,
         "throughput_per_rank": r.throughput_per_rank if r else None,
@@ -43,7 +43,7 @@ def summary_rows(states: list[PointState]) -> list[dict[str, Any]]:
         return []
     df = pd.DataFrame(rows)
     key = ["backend", "model", "batch_size"]
-    ok = df[(df.state == "ok") & (df.world_size == 1)]
+    ok = df[df.ok & (df.world_size == 1)]
     base = ok.groupby(key)["throughput"].mean().rename("baseline")
     df = df.merge(base, left_on=key, right_index=True, how="left")
     df["speedup"] = df["throughput"] / df["baseline"]
