@@ -24,13 +24,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from hpcbench import spec as spec_mod
     from hpcbench.plan import PLAN_COLUMNS, plan_rows
     from hpcbench.report.tables import format_table
-    from hpcbench.runner import SweepOptions, make_backend, prepare, submit_all, wait
+    from hpcbench.runner import SweepOptions, make_backend, prepare
 
     opts = SweepOptions(backend=args.backend, dry_run=args.dry_run, wait=args.wait,
                         run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
-                        poll_s=args.poll)
+                        poll_s=args.poll, force=getattr(args, "force", False), hold=getattr(args, "hold", False))
     spec = spec_mod.load(args.file)
-    backend = None if opts.dry_run else make_backend(opts.backend)
+    backend = None if opts.dry_run else make_backend(opts.backend, opts.hold)
     if backend is not None:
         backend.check(spec)
     rd, points, python = prepare(spec, opts)
@@ -40,13 +40,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted")
         return 0
     _echo(f"submitting with backend {backend.name}:")
-    failures = submit_all(spec, rd, points, python, backend, _echo)
-    if backend.queued and not opts.wait:
-        _echo(f"submitted; follow with: hpcbench summarize {rd.root}")
-        return 1 if failures else 0
+    return _submit_and_follow(spec, rd, python, backend, opts.wait, opts.poll_s, force=opts.force)
+
+
+def _submit_and_follow(spec, rd, python, backend, wait: bool, poll_s: float, **kw) -> int:  # type: ignore[no-untyped-def]
+    from hpcbench.runner import wait as wait_for
+    from hpcbench.submission import submit_points
+
+    report = submit_points(spec, rd, python, backend, _echo, poll_s=poll_s, **kw)
+    if report.packs:
+        _echo(f"packed {report.packed_points} points into {report.packs} allocation(s): "
+              f"{report.allocations_saved} allocation(s) saved")
+    if backend.queued and not wait:
+        _echo(f"submitted {report.submitted}, refused {report.failed}; follow with: hpcbench status {rd.root} --wait")
+        return 1 if report.failed else 0
     if backend.queued:
-        wait(rd, opts.poll_s, _echo)
-    return _print_summary(rd, "table", failures)
+        wait_for(rd, poll_s, _echo)
+    return _print_summary(rd, "table", report.failed)
 
 
 def _print_summary(rd: RunDir, fmt: str, failures: int = 0) -> int:
@@ -71,6 +81,60 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     rc = _print_summary(RunDir.open(Path(args.run_dir)), args.format)
     # Failed points are reported, not an error of this command; --strict makes them one.
     return rc if args.strict else 0
+
+
+def _status_table(states: list) -> str:  # type: ignore[type-arg]
+    from hpcbench.report.tables import format_table
+    from hpcbench.state import count_line
+
+    rows = [{"point": s.point.label, "id": s.point.id, "state": s.state, "job": s.job_id,
+             "reason": s.reason or None} for s in states]
+    return format_table(rows, ("point", "id", "state", "job", "reason")) + f"\n{len(states)} points: {count_line(states)}"
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from hpcbench.rundir import RunDir
+    from hpcbench.runner import wait
+    from hpcbench.state import collect, scheduler_view
+
+    rd = RunDir.open(Path(args.run_dir))
+    if args.wait:
+        states = wait(rd, args.poll, _echo)
+    else:
+        states = collect(rd, scheduler_view(rd))
+    _echo(_status_table(states))
+    # Without --wait the states are a report; with it, scripts want to know whether all went well.
+    return 1 if args.wait and not all(s.ok for s in states) else 0
+
+
+def cmd_resubmit(args: argparse.Namespace) -> int:
+    from hpcbench import spec as spec_mod
+    from hpcbench.rundir import RunDir
+    from hpcbench.runner import make_backend, render_all
+    from hpcbench.state import parse_states
+    from hpcbench.submission import states_of
+
+    rd = RunDir.open(Path(args.run_dir))
+    wanted = parse_states(args.state)
+    spec = spec_mod.parse(rd.sweep_copy.read_text(encoding="utf-8"), str(rd.sweep_copy))
+    name = args.backend
+    if name == "auto":  # the backend the run was submitted with
+        used = [s.get("backend") for s in rd.submissions().values() if s.get("backend")]
+        name = max(set(used), key=used.count) if used else "auto"
+    backend = make_backend(name, args.hold)
+    backend.check(spec)
+    python = spec.slurm.python or sys.executable
+    render_all(spec, rd, rd.points(), python)
+    _echo(f"resubmitting points of {rd.root} in state {', '.join(wanted)} with backend {backend.name}:")
+    return _submit_and_follow(spec, rd, python, backend, args.wait, args.poll, select=states_of(wanted))
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from hpcbench.rundir import RunDir
+    from hpcbench.submission import cancel_run
+
+    cancel_run(RunDir.open(Path(args.run_dir)), _echo)
+    return 0
 
 
 def cmd_minicluster(args: argparse.Namespace) -> int:
@@ -102,8 +166,16 @@ def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
                        help="how to run the points; auto = sbatch when it is on PATH, else local")
         p.add_argument("--dry-run", action="store_true",
                        help="print the plan and write every job script, but submit nothing")
-        p.add_argument("--wait", action="store_true", help="block until every point is final, then summarize")
-        p.add_argument("--poll", type=float, default=5.0, help="seconds between queue polls with --wait")
+        _add_submit_args(p)
+        p.add_argument("--force", action="store_true",
+                       help="with an existing --run-dir: resubmit every point, cancelling its live job first")
+
+
+def _add_submit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wait", action="store_true", help="block until every point is final, then summarize")
+    p.add_argument("--poll", type=float, default=5.0, help="seconds between queue polls with --wait")
+    p.add_argument("--hold", action="store_true",
+                   help="sbatch --hold: queue the jobs held, to start with 'scontrol release' (sbatch backend)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,6 +203,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "csv"), default="table")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.set_defaults(func=cmd_summarize)
+
+    p = verb("status", "the state and reason of every point of a run (one squeue call per poll)")
+    p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
+    p.add_argument("--wait", action="store_true", help="show a progress line until every point is final")
+    p.add_argument("--poll", type=float, default=5.0, help="seconds between polls with --wait")
+    p.set_defaults(func=cmd_status)
+
+    from hpcbench.state import RESUBMIT_DEFAULT
+
+    p = verb("resubmit", "submit again the points of a run that ended in the given states")
+    p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
+    p.add_argument("--state", default=",".join(RESUBMIT_DEFAULT),
+                   help=f"comma-separated states to redo (default: {','.join(RESUBMIT_DEFAULT)})")
+    from hpcbench.runner import BACKEND_CHOICES
+
+    p.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
+                   help="default: the backend the run was submitted with")
+    _add_submit_args(p)
+    p.set_defaults(func=cmd_resubmit)
+
+    p = verb("cancel", "scancel every queued or running job of a run")
+    p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
+    p.set_defaults(func=cmd_cancel)
 
     p = verb("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)")
     p.add_argument("action", choices=("up", "down", "status"))

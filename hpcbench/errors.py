@@ -27,3 +27,7 @@ class SchedulerError(HpcbenchError):
 
 class ClusterError(HpcbenchError):
     """The local mini cluster could not be started, stopped or queried."""
+
+
+class RunDirBusy(HpcbenchError):
+    """Another hpcbench holds the run directory's lock."""

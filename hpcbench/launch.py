@@ -21,7 +21,7 @@ def launcher_argv(point: Point, slurm: SlurmSettings) -> list[str]:
         if slurm.cpu_bind != "none":
             unit = slurm.cpu_bind.rstrip("s")  # sockets -> socket, cores -> core
             argv += ["--map-by", unit, "--bind-to", unit]
-        return argv + ["-x", "NCCL_DEBUG"]
+        return argv + ["-x", "NCCL_DEBUG", *slurm.launcher_args]
     argv = ["srun", f"--ntasks={point.world_size}", f"--ntasks-per-node={point.ranks_per_node}"]
     argv.append(f"--cpu-bind={slurm.cpu_bind}")
-    return argv
+    return argv + list(slurm.launcher_args)

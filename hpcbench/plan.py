@@ -31,6 +31,9 @@ class Point:
     warmup_steps: int
     lr: float
     repeat: int = 0
+    fail_rank: int = -1  # fault injection (see spec.Workload); part of the id only when set
+    fail_step: int = 1
+    init_timeout_s: int = 600
 
     @property
     def world_size(self) -> int:
@@ -68,6 +71,9 @@ def _excluded(values: dict[str, Any], excludes: tuple[dict[str, tuple[Any, ...]]
     return any(all(values.get(k) in allowed for k, allowed in rule.items()) for rule in excludes)
 
 
+_OPTIONAL_DEFAULTS = {"fail_rank": -1, "fail_step": 1, "init_timeout_s": 600}
+
+
 def expand(spec: SweepSpec) -> list[Point]:
     """Matrix product in axis order (backend, model, batch, nodes, ranks), then repeats."""
     names = [name for name, _ in spec.matrix.axes]
@@ -95,6 +101,8 @@ def expand(spec: SweepSpec) -> list[Point]:
                 "lr": w.lr,
                 "repeat": repeat,
             }
+            # Only non-default values enter the id, so adding these options changed no existing id.
+            params.update({k: getattr(w, k) for k, d in _OPTIONAL_DEFAULTS.items() if getattr(w, k) != d})
             points.append(Point(id=point_id(params), label=_label(params, spec.sweep.repeats), **params))
     return points
 

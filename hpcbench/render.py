@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from functools import lru_cache
 from typing import Any
@@ -37,16 +38,22 @@ def _argv_lines(argv: list[str]) -> list[str]:
     return [" ".join(q[:head])] + [" ".join(q[i:i + 2]) for i in range(head, len(q), 2)]
 
 
+def sanitise_job_name(name: str) -> str:
+    """Letters, digits, '.', '_' and '-' only, at most 100 characters: safe in squeue output, mail and shells."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100] or "hpcb"
+
+
 def job_name(spec: SweepSpec, point: Point) -> str:
-    return f"hpcb-{spec.sweep.name}-{point.label}"
+    return sanitise_job_name(f"hpcb-{spec.sweep.name}-{point.label}")
 
 
-def render_job(spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
+def render_job(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None = None) -> str:
     return _env().get_template("job.sh.j2").render(
         point=point,
         slurm=spec.slurm,
         sweep_name=spec.sweep.name,
         job_name=job_name(spec, point),
+        comment=comment,
         paths=paths,
         version=__version__,
         launcher=launcher_argv(point, spec.slurm),

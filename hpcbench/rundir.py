@@ -3,13 +3,18 @@
     runs/<sweep>-<UTC>/
       sweep.toml          the sweep file as it was read
       plan.json           the expanded points (hpcbench.plan/1)
-      ledger.jsonl        one line per event: submitted, finished (hpcbench.ledger/1)
+      ledger.jsonl        one line per event (hpcbench.ledger/1): submitting (the intent, written before
+                          sbatch), submitted, submit_failed, submit_lost, finished, cancelled
+      .lock               flock'ed by the one hpcbench that submits to this run; holds its pid
       summary.csv         written by summarize
+      packs/pack-<n>.sh   with pack = true: one allocation running many points as job steps
       points/<label>-<id>/
         point.json        the point's parameters
         job.sh            the rendered job script (runnable with sbatch by hand)
         job-<jobid>.out   stdout / stderr of the job (.err)
         exitcode          the launcher's exit status, written by the job script / local backend
+        attempts/<jobid>/ what an earlier attempt left (result, exitcode, error records), moved
+                          aside when the point is resubmitted
         result.json       hpcbench.result/1, from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
         submitit/         submitit's own folder, when that backend is used
@@ -20,15 +25,18 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import tempfile
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from hpcbench import schema
-from hpcbench.errors import ConfigError
+from hpcbench.errors import ConfigError, RunDirBusy
 from hpcbench.plan import Point
 
 
@@ -91,11 +99,24 @@ class PointPaths:
     def errors(self) -> list[Path]:
         return sorted(self.dir.glob("error-rank*.json"))
 
-    def logs(self) -> list[Path]:
-        """Every stdout/stderr file of the point, whichever backend wrote it."""
-        own = list(self.dir.glob("job-*.out")) + list(self.dir.glob("job-*.err"))
-        sub = list(self.submitit_dir.glob("*_log.out")) + list(self.submitit_dir.glob("*_log.err"))
+    def logs(self, job_id: str | None = None) -> list[Path]:
+        """The stdout/stderr files of one job of the point (all jobs when None), whichever backend wrote them."""
+        j = job_id or "*"
+        own = list(self.dir.glob(f"job-{j}.out")) + list(self.dir.glob(f"job-{j}.err"))
+        sub = list(self.submitit_dir.glob(f"{j}_*log.out")) + list(self.submitit_dir.glob(f"{j}_*log.err"))
         return sorted(own + sub)
+
+    def logged_job_ids(self) -> set[str]:
+        """Job ids that left an output file here: proof that a job of this point started."""
+        return {m.group(1) for f in self.dir.glob("job-*.out") if (m := re.fullmatch(r"job-(\d+)\.out", f.name))}
+
+    def archive(self, job_id: str) -> None:
+        """Move an earlier attempt's outcome aside, so a resubmitted point starts from a clean folder."""
+        dest = self.dir / "attempts" / (job_id or "unknown")
+        for f in [self.result, self.exitcode, *self.errors()]:
+            if f.exists():
+                dest.mkdir(parents=True, exist_ok=True)
+                os.replace(f, dest / f.name)
 
 
 class RunDir:
@@ -107,6 +128,44 @@ class RunDir:
     ledger = property(lambda self: self.root / "ledger.jsonl")
     summary_csv = property(lambda self: self.root / "summary.csv")
     points_root = property(lambda self: self.root / "points")
+    lock_file = property(lambda self: self.root / ".lock")
+    packs_root = property(lambda self: self.root / "packs")
+
+    def pack_script(self, n: int) -> Path:
+        return self.packs_root / f"pack-{n}.sh"
+
+    def pack_stdout(self, n: int, job_id: str = "%j") -> Path:
+        return self.packs_root / f"pack-{n}-{job_id}.out"
+
+    def inside(self, path: Path) -> Path:
+        """``path`` resolved, refused if it leaves the run directory (a '..' or a link pointing out)."""
+        resolved = Path(path).resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            raise ConfigError(f"{path}: outside the run directory {self.root}")
+        return resolved
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run's submit lock. A second hpcbench on the same run is refused, not queued behind.
+
+        flock dies with its process, so a submitter killed with -9 leaves no stale lock behind.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                raise RunDirBusy(
+                    f"{self.root}: another hpcbench (pid {holder}) is submitting to this run directory",
+                    hint="wait for it to finish (hpcbench status RUN_DIR --wait), or use another --run-dir",
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
 
     def point(self, p: Point) -> PointPaths:
         return PointPaths(self.points_root / p.dirname)
@@ -134,7 +193,7 @@ class RunDir:
         atomic_write_json(
             rd.plan_json,
             {"schema": schema.tag(schema.PLAN), "sweep": sweep_name, "created_at": utcnow(),
-             "points": [p.to_dict() for p in points]},
+             "run_id": uuid.uuid4().hex[:12], "points": [p.to_dict() for p in points]},
         )
         for p in points:
             atomic_write_json(rd.point(p).point_json, p.to_dict())
@@ -152,6 +211,18 @@ class RunDir:
 
     def sweep_name(self) -> str:
         return str(schema.read_json(self.plan_json, schema.PLAN).get("sweep", self.root.name))
+
+    def run_id(self) -> str:
+        """Random id of this run, put in every job's --comment so a re-run can find jobs it never recorded."""
+        return str(schema.read_json(self.plan_json, schema.PLAN).get("run_id", ""))
+
+    def job_comment(self, point_id: str) -> str:
+        return f"hpcbench:{self.run_id()}:{point_id}"
+
+    def comment_point(self, comment: str) -> str | None:
+        """The point id in a job comment made by job_comment for this run, else None."""
+        prefix = f"hpcbench:{self.run_id()}:"
+        return comment[len(prefix):] if comment.startswith(prefix) else None
 
     def points(self) -> list[Point]:
         doc = schema.read_json(self.plan_json, schema.PLAN)
@@ -175,9 +246,26 @@ class RunDir:
                 yield schema.check(json.loads(line), schema.LEDGER, f"{self.ledger}:{n}")
 
     def submissions(self) -> dict[str, dict[str, Any]]:
-        """Latest submission attempt per point id ('submitted' or 'submit_failed')."""
-        return {e["point_id"]: e for e in self.events() if e["event"] in ("submitted", "submit_failed")}
+        """Latest submission attempt per point id.
+
+        Its event is 'submitted', 'submit_failed', or 'submitting' when the submitter died between
+        its intent and sbatch's answer (the re-run settles those). A 'submit_lost' intent (no job was
+        found for it) counts as never submitted.
+        """
+        latest: dict[str, dict[str, Any]] = {}
+        for e in self.events():
+            if e["event"] in SUBMIT_EVENTS:
+                latest[e["point_id"]] = e
+        return {k: e for k, e in latest.items() if e["event"] != "submit_lost"}
+
+    def recorded_job_ids(self) -> set[str]:
+        """Every job id the ledger ever named for this run (older attempts included)."""
+        return {str(e["job_id"]) for e in self.events() if e.get("job_id")}
 
     def queued_job_ids(self) -> list[str]:
-        """Job ids of this run that went through a scheduler queue (everything but the local backend)."""
-        return [s["job_id"] for s in self.submissions().values() if s.get("backend") != "local" and s.get("job_id")]
+        """Current job ids of this run that went through a scheduler queue (everything but the local backend)."""
+        ids = {s["job_id"] for s in self.submissions().values() if s.get("backend") != "local" and s.get("job_id")}
+        return sorted(ids, key=lambda j: (len(j), j))
+
+
+SUBMIT_EVENTS = ("submitting", "submitted", "submit_failed", "submit_lost")

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from hpcbench import slurmcli
 from hpcbench.backends.base import Backend
@@ -15,6 +16,7 @@ from hpcbench.plan import Point, expand
 from hpcbench.render import render_job
 from hpcbench.rundir import RunDir, atomic_write_text
 from hpcbench.spec import SweepSpec
+from hpcbench.state import PointState, collect, count_line, scheduler_view
 
 BACKEND_CHOICES = ("auto", "sbatch", "submitit", "local")
 
@@ -27,15 +29,19 @@ class SweepOptions:
     run_dir: Path | None = None
     runs_root: Path = Path("runs")
     poll_s: float = 5.0
+    force: bool = False
+    hold: bool = False
 
 
-def make_backend(name: str) -> Backend:
+def make_backend(name: str, hold: bool = False) -> Backend:
     if name == "auto":
         name = "sbatch" if slurmcli.available() else "local"
+    if hold and name != "sbatch":
+        raise ConfigError(f"--hold needs the sbatch backend, not {name!r}", hint="add --backend sbatch")
     if name == "sbatch":
         from hpcbench.backends.sbatch import SbatchBackend
 
-        return SbatchBackend()
+        return SbatchBackend(hold=hold)
     if name == "submitit":
         from hpcbench.backends.submitit import SubmititBackend
 
@@ -47,61 +53,55 @@ def make_backend(name: str) -> Backend:
     raise ConfigError(f"--backend: unknown backend {name!r} (choose from: {', '.join(BACKEND_CHOICES)})")
 
 
+def render_all(spec: SweepSpec, rd: RunDir, points: list[Point], python: str) -> None:
+    for p in points:
+        paths = rd.point(p)
+        atomic_write_text(paths.job_script, render_job(spec, p, paths, python, rd.job_comment(p.id)))
+        paths.job_script.chmod(0o755)
+
+
 def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], str]:
-    """Expand the sweep, create the run directory and write every job script. Submits nothing."""
+    """Expand the sweep, create (or reopen, for a re-run) the run directory and write every job script.
+
+    Submits nothing. Reopening an existing run keeps its ledger; the job scripts are rendered again,
+    so changed scheduler settings (a longer time limit) apply to what is submitted next.
+    """
     points = expand(spec)
     if not points:
         raise ConfigError(f"{spec.path}: the exclude entries remove every point of the matrix",
                           hint="loosen an [[exclude]] entry")
     python = spec.slurm.python or sys.executable
     root = opts.run_dir or RunDir.default_path(opts.runs_root, spec.sweep.name)
-    rd = RunDir.create(root, spec.text, spec.sweep.name, points)
-    for p in points:
-        paths = rd.point(p)
-        atomic_write_text(paths.job_script, render_job(spec, p, paths, python))
-        paths.job_script.chmod(0o755)
+    if opts.run_dir and RunDir(root).plan_json.exists():
+        from hpcbench.submission import check_same_plan
+
+        rd = RunDir.open(root)
+        check_same_plan(rd, points, spec.path)
+        atomic_write_text(rd.sweep_copy, spec.text)
+    else:
+        rd = RunDir.create(root, spec.text, spec.sweep.name, points)
+    render_all(spec, rd, points, python)
     return rd, points, python
 
 
-def submit_all(spec: SweepSpec, rd: RunDir, points: list[Point], python: str, backend: Backend,
-               echo: Callable[[str], None]) -> int:
-    """Submit every point; a refused point is recorded with its reason and the others still go. Returns failures."""
-    failures = 0
-    for p in points:
-        paths = rd.point(p)
-        try:
-            job_id = backend.submit(spec, p, paths, python)
-        except SchedulerError as e:
-            failures += 1
-            rd.record("submit_failed", p.id, backend=backend.name, reason=str(e))
-            echo(f"  {p.label}: NOT submitted: {e}")
-            continue
-        rd.record("submitted", p.id, job_id=job_id, backend=backend.name)
-        if backend.queued:
-            echo(f"  {p.label}: job {job_id}")
-        else:
-            code = paths.exitcode.read_text().strip() if paths.exitcode.exists() else "?"
-            rd.record("finished", p.id, job_id=job_id, backend=backend.name, exit_code=code)
-            echo(f"  {p.label}: {'done' if code == '0' else 'FAILED (exit ' + code + ')'}")
-    return failures
+def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: float | None = None,
+         stream: TextIO | None = None) -> list[PointState]:
+    """Block until every point is final; show one progress line of counts per state.
 
+    Each poll is one squeue call (plus one sacct call where accounting works) for the whole run.
+    """
+    from hpcbench.progress import Progress
 
-def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: float | None = None) -> None:
-    """Block until no job of this run is in the queue. Polls squeue (sacct may be off)."""
-    ids = rd.queued_job_ids()
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    last = None
-    while ids:
-        states = slurmcli.queue_states(ids)
-        counts: dict[str, int] = {}
-        for st in states.values():
-            counts[st.lower()] = counts.get(st.lower(), 0) + 1
-        msg = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "all jobs left the queue"
-        if msg != last:
-            echo(f"  waiting: {msg}")
-            last = msg
-        if not states:
-            return
+    bar = Progress(stream or sys.stdout)
+    while True:
+        states = collect(rd, scheduler_view(rd))
+        bar.show(f"  {len(states)} points: {count_line(states)}")
+        if all(s.final for s in states):
+            bar.done()
+            return states
         if deadline is not None and time.monotonic() > deadline:
-            raise SchedulerError(f"jobs still queued after {timeout_s:.0f}s: {', '.join(sorted(states))}")
+            bar.done()
+            live = sorted(s.job_id or s.point.label for s in states if not s.final)
+            raise SchedulerError(f"points still live after {timeout_s:.0f}s: {', '.join(live)}")
         time.sleep(poll_s)

@@ -29,7 +29,7 @@ DEVICES = ("cpu", "cuda")
 LAUNCHERS = ("srun", "mpirun")
 DATA = ("synthetic",)
 
-_TIME_RE = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^\d+-\d+$")
+_TIME_RE = re.compile(r"(\d+-)?\d+(:\d{1,2}){0,2}|\d+-\d+")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -54,6 +54,9 @@ class SlurmSettings:
     modules: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     sbatch_args: tuple[str, ...] = ()
+    launcher_args: tuple[str, ...] = ()  # extra arguments for srun / mpirun, each quoted
+    max_jobs_in_queue: int = 0  # 0: no limit; else wait before submitting while this many of the run's jobs are queued
+    pack: bool = False  # run the points as job steps inside one allocation of the largest node count
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,10 @@ class Workload:
     steps: int = 20
     warmup_steps: int = 5
     lr: float = 0.01
+    # Fault injection, for testing how failures are reported. fail_rank < 0: off.
+    fail_rank: int = -1  # this rank fails (ranks beyond the world size never exist, so small points run clean)
+    fail_step: int = 1  # ... raising at this step (1-based); 0: it never joins the rendezvous
+    init_timeout_s: int = 600  # process-group timeout: a lost peer ends the job instead of hanging it
 
 
 @dataclass(frozen=True)
@@ -122,11 +129,19 @@ def _float(v: Any, where: str) -> float:
     return float(v)
 
 
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _str(pattern: re.Pattern[str] | None = None, what: str = "") -> Checker:
     def check(v: Any, where: str) -> str:
         if not isinstance(v, str) or not v:
             raise _fail(where, f"expected a non-empty string, got {_typename(v)} {v!r}")
-        if pattern is not None and not pattern.match(v):
+        # These values land on one line of a job script (#SBATCH, module load, the launcher line):
+        # a newline there would start a new shell command, so control characters are refused.
+        if _CONTROL_RE.search(v):
+            raise _fail(where, f"{v!r} contains a newline or control character; write it on one line")
+        # fullmatch: '$' in a pattern would let a trailing newline through.
+        if pattern is not None and not pattern.fullmatch(v):
             raise _fail(where, f"{v!r} is not {what}")
         return v
 
@@ -136,6 +151,12 @@ def _str(pattern: re.Pattern[str] | None = None, what: str = "") -> Checker:
 def _text(v: Any, where: str) -> str:
     if not isinstance(v, str):
         raise _fail(where, f"expected a string, got {_typename(v)} {v!r}")
+    return v
+
+
+def _bool(v: Any, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(where, f"expected true or false, got {_typename(v)} {v!r}")
     return v
 
 
@@ -168,7 +189,7 @@ def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
         raise _fail(where, f"expected a table of NAME = \"value\", got {_typename(v)}")
     out = []
     for k, val in v.items():
-        if not _ENV_NAME_RE.match(k):
+        if not _ENV_NAME_RE.fullmatch(k):
             raise _fail(f"{where}.{k}", "not a valid environment variable name")
         if isinstance(val, bool) or not isinstance(val, (str, int, float)):
             raise _fail(f"{where}.{k}", f"expected a string or number, got {_typename(val)}")
@@ -194,6 +215,9 @@ SLURM_FIELDS: dict[str, tuple[Checker, Any]] = {
     "modules": (_str_list, ()),
     "env": (_env, ()),
     "sbatch_args": (_sbatch_args, ()),
+    "launcher_args": (_str_list, ()),
+    "max_jobs_in_queue": (_int(0), 0),
+    "pack": (_bool, False),
 }
 
 WORKLOAD_FIELDS: dict[str, tuple[Checker, Any]] = {
@@ -207,6 +231,9 @@ WORKLOAD_FIELDS: dict[str, tuple[Checker, Any]] = {
     "steps": (_int(1), 20),
     "warmup_steps": (_int(0), 5),
     "lr": (_float, 0.01),
+    "fail_rank": (_int(-1), -1),
+    "fail_step": (_int(0), 1),
+    "init_timeout_s": (_int(1), 600),
 }
 
 # Matrix axes: name -> checker for one value. Order here is the order of the plan table.
@@ -273,7 +300,7 @@ def parse(text: str, path: str = "<sweep>") -> SweepSpec:
     sweep = _section(raw.get("sweep"), "sweep", SWEEP_FIELDS, p)
     if sweep["name"] is None:
         stem = Path(path).stem
-        sweep["name"] = stem if _NAME_RE.match(stem) else "sweep"
+        sweep["name"] = stem if _NAME_RE.fullmatch(stem) else "sweep"
     slurm = _section(raw.get("slurm"), "slurm", SLURM_FIELDS, p)
     workload = _section(raw.get("workload"), "workload", WORKLOAD_FIELDS, p)
     matrix = _matrix(raw.get("matrix"), raw.get("exclude"), workload, p)

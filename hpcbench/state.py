@@ -1,36 +1,72 @@
-"""What happened to each point: derived from the point's folder, the ledger and the live queue.
+"""What happened to each point: derived from the point's folder, the ledger and the scheduler.
 
 Nothing is dropped: every planned point gets exactly one PointState, with a reason when it is not ok.
+The state names are Slurm's own (COMPLETED, FAILED, TIMEOUT, ...), plus four of hpcbench's for
+what Slurm cannot know: MISSING, UNPARSABLE, NOT_SUBMITTED and UNKNOWN.
+
+Sources, most trusted first: the point's result record; the scheduler's word on the point's job
+(one squeue call, plus one sacct call where accounting runs); and, once the scheduler has
+forgotten the job, what the job script left in the point's folder (its exit-status file and logs).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from functools import partial
 
 from hpcbench import schema, slurmcli
-from hpcbench.errors import SchedulerError, SchemaError
+from hpcbench.errors import HpcbenchError, SchemaError
 from hpcbench.plan import Point
 from hpcbench.rundir import PointPaths, RunDir
 from hpcbench.schema import ErrorRecord, ResultRecord
+from hpcbench.slurmcli import JobInfo
+
+COMPLETED, FAILED, TIMEOUT, CANCELLED = "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"
+NODE_FAIL, OUT_OF_MEMORY, PENDING, RUNNING = "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "RUNNING"
+MISSING, UNPARSABLE, NOT_SUBMITTED, UNKNOWN = "MISSING", "UNPARSABLE", "NOT_SUBMITTED", "UNKNOWN"
+STATES = (PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, NODE_FAIL, OUT_OF_MEMORY,
+          MISSING, UNPARSABLE, NOT_SUBMITTED, UNKNOWN)
+LIVE_STATES = frozenset({PENDING, RUNNING, UNKNOWN})
+#: what `hpcbench resubmit` redoes unless told otherwise
+RESUBMIT_DEFAULT = (FAILED, TIMEOUT, NODE_FAIL, CANCELLED)
+#: what a re-run of the same sweep leaves alone: a live job or a result
+KEEP_ON_RERUN = frozenset({COMPLETED, PENDING, RUNNING})
+
+# Slurm's words for active and ended jobs, folded onto the states above.
+_SLURM_ACTIVE = {"PENDING": PENDING, "CONFIGURING": PENDING, "REQUEUED": PENDING, "REQUEUE_HOLD": PENDING,
+                 "REQUEUE_FED": PENDING, "RESV_DEL_HOLD": PENDING, "RUNNING": RUNNING, "COMPLETING": RUNNING,
+                 "SUSPENDED": RUNNING, "STOPPED": RUNNING, "RESIZING": RUNNING, "STAGE_OUT": RUNNING,
+                 "SIGNALING": RUNNING}
+_SLURM_ENDED = {"COMPLETED": COMPLETED, "FAILED": FAILED, "TIMEOUT": TIMEOUT, "CANCELLED": CANCELLED,
+                "NODE_FAIL": NODE_FAIL, "OUT_OF_MEMORY": OUT_OF_MEMORY, "PREEMPTED": CANCELLED,
+                "DEADLINE": TIMEOUT, "BOOT_FAIL": NODE_FAIL, "REVOKED": CANCELLED, "SPECIAL_EXIT": FAILED}
 
 # Lines in job logs that explain an ending, most specific first.
 _SLURM_END = re.compile(r"\*\*\* (?:JOB|STEP) \S+ .*(CANCELLED|DUE TO TIME LIMIT|DUE TO NODE FAILURE|PREEMPTION)")
+_OOM = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
 _ERRORISH = re.compile(r"(Error|error:|Exception|Traceback|FAILED|Killed|killed)")
 
 
-LIVE_STATES = frozenset({"pending", "running", "unknown"})
+def _normalise(state: str) -> str:
+    if state not in STATES:
+        raise ValueError(f"unknown point state {state!r} (one of: {', '.join(STATES)})")
+    return state
 
 
 @dataclass(frozen=True)
 class PointState:
     point: Point
-    state: str  # ok | failed | timeout | pending | running | missing | unparsable | not submitted | unknown
+    state: str  # one of STATES
     reason: str = ""
     job_id: str | None = None
     backend: str | None = None
     result: ResultRecord | None = None
+    pack: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        _normalise(self.state)
 
     @property
     def ok(self) -> bool:
@@ -41,6 +77,20 @@ class PointState:
     def final(self) -> bool:
         """Nothing more will happen to this point without a resubmission."""
         return self.state not in LIVE_STATES
+
+
+def parse_states(text: str) -> tuple[str, ...]:
+    """``FAILED,timeout`` -> ("FAILED", "TIMEOUT"); an unknown name is a ConfigError listing the valid ones."""
+    from hpcbench.errors import ConfigError
+
+    out = []
+    for word in (w.strip().upper().replace("-", "_") for w in text.split(",")):
+        if word == "NOT SUBMITTED":
+            word = NOT_SUBMITTED
+        if word not in STATES:
+            raise ConfigError(f"--state: unknown state {word!r} (choose from: {', '.join(STATES)})")
+        out.append(word)
+    return tuple(out)
 
 
 def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:
@@ -55,10 +105,10 @@ def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:
     return (records[0] if records else None), len(records), bad
 
 
-def log_reason(paths: PointPaths) -> tuple[str, bool]:
-    """(a line from the job's logs that explains its end, whether it was a time limit)."""
+def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str | None]:
+    """(a line from the job's logs that explains its end, the state that line implies or None)."""
     lines: list[str] = []
-    for log in paths.logs():
+    for log in paths.logs(job_id):
         try:
             lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
@@ -66,13 +116,18 @@ def log_reason(paths: PointPaths) -> tuple[str, bool]:
     for line in reversed(lines):
         m = _SLURM_END.search(line)
         if m:
-            return line.strip(), "TIME LIMIT" in line
-    if any("hpcbench local: time limit reached" in l for l in lines):
-        return "time limit reached (local backend)", True
+            word = m.group(1)
+            implied = TIMEOUT if "TIME LIMIT" in word else NODE_FAIL if "NODE" in word else CANCELLED
+            return line.strip(), implied
+    if any("hpcbench local: time limit reached" in line for line in lines):
+        return "time limit reached (local backend)", TIMEOUT
+    for line in reversed(lines):
+        if _OOM.search(line):
+            return line.strip(), OUT_OF_MEMORY
     for line in reversed(lines):
         if _ERRORISH.search(line) and not line.lstrip().startswith("File "):
-            return line.strip(), False
-    return (lines[-1].strip() if lines else ""), False
+            return line.strip(), None
+    return (lines[-1].strip() if lines else ""), None
 
 
 def _exitcode(paths: PointPaths) -> int | None:
@@ -82,57 +137,132 @@ def _exitcode(paths: PointPaths) -> int | None:
         return None
 
 
-def point_state(p: Point, paths: PointPaths, sub: dict | None, live: dict[str, str] | None) -> PointState:
+def _failure_reason(paths: PointPaths) -> str | None:
+    first, n_failed, _ = root_cause(paths)
+    if first is None:
+        return None
+    more = f" (+{n_failed - 1} more ranks failed)" if n_failed > 1 else ""
+    return f"rank {first.rank} on {first.hostname}: {first.error_type}: {first.message}{more}"
+
+
+def _exit_reason(code: int, line: str) -> str:
+    if code == 0:
+        return _join("the job exited 0 but wrote no result record", line and f"last log line: {line}")
+    return f"exit code {code}" + (f": {line}" if line else "")
+
+
+def _join(*parts: str | None) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def point_state(p: Point, paths: PointPaths, sub: dict | None, job: JobInfo | None,
+                queue_read: bool = True) -> PointState:
+    """One point's state. ``job`` is the scheduler's record of the point's job (None: it knows none);
+    ``queue_read`` False means the scheduler could not be asked at all."""
     job_id = sub.get("job_id") if sub else None
     backend = sub.get("backend") if sub else None
-    make = partial(PointState, point=p, job_id=job_id, backend=backend)
+    pack = sub.get("pack") if sub else None
+    make = partial(PointState, point=p, job_id=job_id, backend=backend, pack=pack)
     if paths.result.exists():
         try:
             rec = ResultRecord.from_dict(schema.read_json(paths.result, schema.RESULT), str(paths.result))
-            return make(state="ok", result=rec)
+            return make(state=COMPLETED, result=rec)
         except (SchemaError, TypeError, KeyError) as e:
-            return make(state="unparsable", reason=str(e))
-    if sub and sub.get("event") == "submit_failed":
-        return make(state="failed", reason=f"not submitted: {sub.get('reason', '')}")
-    first, n_failed, bad = root_cause(paths)
-    if first is not None:
-        more = f" (+{n_failed - 1} more ranks failed)" if n_failed > 1 else ""
-        return make(state="failed", reason=f"rank {first.rank} on {first.hostname}: "
-                          f"{first.error_type}: {first.message}{more}")
-    if bad:
-        return make(state="unparsable", reason=bad[0])
+            return make(state=UNPARSABLE, reason=str(e))
     if sub is None:
-        return make(state="not submitted", reason="planned only (dry run?)")
-    if live is not None and job_id in live:
-        return make(state=live[job_id].lower())
+        return make(state=NOT_SUBMITTED, reason="planned only (dry run, or not submitted yet)")
+    if sub["event"] == "submit_failed":
+        return make(state=FAILED, reason=f"not submitted: {sub.get('reason', '')}")
+    if sub["event"] == "submitting":
+        return make(state=UNKNOWN, reason="the submitter stopped between its intent and sbatch's answer; "
+                                          "re-run the sweep with --run-dir to settle it")
+    failure = _failure_reason(paths)
     code = _exitcode(paths)
-    line, timed_out = log_reason(paths)
-    if timed_out:
-        return make(state="timeout", reason=line)
+    line, implied = log_reason(paths, job_id)
+    # In a pack, the allocation outlives each point: the point's own exit status says it is over.
+    if pack and code is not None:
+        return make(state=FAILED, reason=failure or _exit_reason(code, line))
+    if job is not None and job.active:
+        if failure:  # a rank died; the others may linger until their timeout
+            return make(state=RUNNING, reason=f"a rank failed, the job is still ending: {failure}")
+        return make(state=_SLURM_ACTIVE.get(job.state, PENDING), reason="" if job.reason in ("None", "") else job.reason)
+    if job is not None and job.state in _SLURM_ENDED:
+        state = _SLURM_ENDED[job.state]
+        if state == COMPLETED:  # Slurm is satisfied, but the workload left no result
+            state = FAILED
+            line = _join("the job ended COMPLETED but wrote no result record", line)
+        slurm_why = f"Slurm: {job.state}" + (f" ({job.reason})" if job.reason and job.reason != "None" else "")
+        if job.exit_code and job.exit_code != "0:0":
+            slurm_why += f", exit {job.exit_code}"
+        if pack and state == FAILED:
+            slurm_why = "the pack's allocation ended before this point's step did; " + slurm_why
+        return make(state=state, reason=_join(slurm_why, failure or line))
+    # The scheduler has forgotten the job (or never had one): read the folder.
+    if failure:
+        return make(state=FAILED, reason=failure)
+    bad = root_cause(paths)[2]
+    if bad:
+        return make(state=UNPARSABLE, reason=bad[0])
+    if implied is not None:
+        return make(state=implied, reason=line)
     if code is not None:
-        why = f"exit code {code}" + (f": {line}" if line else "")
-        if code == 0:
-            why = "the job exited 0 but wrote no result record" + (f"; last log line: {line}" if line else "")
-        return make(state="failed", reason=why)
-    if live is None and backend != "local":
-        return make(state="unknown", reason=f"job {job_id}: no result yet, and the queue could not be read")
+        return make(state=FAILED, reason=_exit_reason(code, line))
+    if not queue_read and backend != "local":
+        return make(state=UNKNOWN, reason=f"job {job_id}: no result yet, and the queue could not be read")
     why = f"job {job_id} left the queue without a result or exit code"
-    return make(state="missing", reason=why + (f"; last log line: {line}" if line else " and without logs"))
+    return make(state=MISSING, reason=why + (f"; last log line: {line}" if line else " and without logs"))
 
 
-def collect(rd: RunDir, live: dict[str, str] | None) -> list[PointState]:
-    subs = rd.submissions()
-    return [point_state(p, rd.point(p), subs.get(p.id), live) for p in rd.points()]
+@dataclass(frozen=True)
+class SchedulerView:
+    """What the scheduler said about a run's jobs in one poll. ``read`` False: it could not be asked."""
+
+    jobs: dict[str, JobInfo]
+    read: bool = True
+    accounting: bool = False  # sacct answered too
 
 
-def live_states(rd: RunDir) -> dict[str, str] | None:
-    """squeue's view of this run's queued jobs; {} when none were queued; None when squeue cannot be read."""
+def scheduler_view(rd: RunDir) -> SchedulerView:
+    """One squeue call for the whole run, plus one sacct call for jobs squeue has forgotten."""
     ids = rd.queued_job_ids()
     if not ids:
-        return {}
+        return SchedulerView({})
     try:
-        return slurmcli.queue_states(ids)
-    except SchedulerError:
-        return None
+        seen = slurmcli.snapshot()
+    except HpcbenchError:
+        return SchedulerView({}, read=False)
+    jobs = {j: seen[j] for j in ids if j in seen}
+    gone = [j for j in ids if j not in jobs]
+    acct = slurmcli.accounting(gone) if gone else None
+    if acct:
+        jobs.update({j: acct[j] for j in gone if j in acct})
+    return SchedulerView(jobs, True, acct is not None)
 
 
+def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None) -> list[PointState]:
+    """Every planned point's state. ``view`` may also be {job id: Slurm state} or None (queue unreadable)."""
+    if view is None:
+        view = SchedulerView({}, read=False)
+    elif isinstance(view, dict):
+        view = SchedulerView({j: JobInfo(j, s) for j, s in view.items()})
+    subs = rd.submissions()
+    out = []
+    for p in rd.points():
+        sub = subs.get(p.id)
+        job = view.jobs.get(str(sub.get("job_id"))) if sub and sub.get("job_id") else None
+        out.append(point_state(p, rd.point(p), sub, job, view.read))
+    return out
+
+
+def live_states(rd: RunDir) -> SchedulerView:
+    return scheduler_view(rd)
+
+
+def counts(states: list[PointState]) -> Counter[str]:
+    return Counter(s.state for s in states)
+
+
+def count_line(states: list[PointState]) -> str:
+    """``3 COMPLETED, 1 RUNNING, 2 PENDING`` in the fixed order of STATES."""
+    c = counts(states)
+    return ", ".join(f"{c[s]} {s}" for s in STATES if c[s])

@@ -48,10 +48,13 @@ def test_planning_imports_no_heavy_library(tmp_path):
     assert out.strip().splitlines()[-1] == "[]"
 
 
-def test_existing_run_dir_is_refused(cli, tmp_path):
+def test_existing_run_dir_takes_the_same_sweep_only(cli, tmp_path):
+    # The same sweep again is a re-run (it submits only what is missing); another sweep is refused.
     assert cli("plan", "sweeps/local.toml", "--run-dir", str(tmp_path / "r")).returncode == 0
     again = cli("plan", "sweeps/local.toml", "--run-dir", str(tmp_path / "r"))
-    assert again.returncode == 2 and "already holds a run" in again.stderr
+    assert again.returncode == 0, again.stderr
+    other = cli("plan", "sweeps/ci.toml", "--run-dir", str(tmp_path / "r"))
+    assert other.returncode == 2 and "holds a run of a different sweep" in other.stderr
 
 
 def test_summarize_csv_format_and_bad_dir(cli, tmp_path):
@@ -60,7 +63,7 @@ def test_summarize_csv_format_and_bad_dir(cli, tmp_path):
     assert out.returncode == 0
     lines = out.stdout.splitlines()
     assert lines[0].startswith("point_id,label,backend") and len(lines) == 3
-    assert all(",not submitted," in l for l in lines[1:])
+    assert all(",NOT_SUBMITTED," in l for l in lines[1:])
     assert cli("summarize", str(tmp_path / "r"), "--strict").returncode == 1
     bad = cli("summarize", str(tmp_path))
     assert bad.returncode == 2 and "not an hpcbench run directory" in bad.stderr

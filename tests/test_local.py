@@ -14,11 +14,11 @@ def test_local_sweep_runs_and_summarizes(cli, tmp_path):
     proc = cli("sweep", str(REPO / "sweeps" / "local.toml"), "--backend", "local", "--run-dir", str(run))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = list(csv.DictReader((run / "summary.csv").open()))
-    assert [(r["ranks_per_node"], r["state"]) for r in rows] == [("1", "ok"), ("2", "ok")]
+    assert [(r["ranks_per_node"], r["state"]) for r in rows] == [("1", "COMPLETED"), ("2", "COMPLETED")]
     assert all(float(r["throughput"]) > 0 for r in rows)
     assert float(rows[0]["speedup"]) == 1.0
     # The table the user sees names the same points.
-    assert "samples/s" in proc.stdout and proc.stdout.count(" ok ") == 2
+    assert "samples/s" in proc.stdout and proc.stdout.count(" COMPLETED ") == 2
 
     rd = RunDir.open(run)
     [two] = [p for p in rd.points() if p.world_size == 2]
@@ -29,7 +29,7 @@ def test_local_sweep_runs_and_summarizes(cli, tmp_path):
     # Same rank command line as the job script, run with the environment srun would give.
     assert "--cpu-bind=sockets" in rd.point(two).job_script.read_text()
     events = [json.loads(l)["event"] for l in rd.ledger.read_text().splitlines()]
-    assert events == ["submitted", "finished", "submitted", "finished"]
+    assert events == ["submitting", "submitted", "finished"] * 2
 
 
 def test_unavailable_backend_fails_fast_with_its_reason(cli, tmp_path):
@@ -38,6 +38,6 @@ def test_unavailable_backend_fails_fast_with_its_reason(cli, tmp_path):
     proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=120)
     assert proc.returncode == 1
     [row] = list(csv.DictReader((tmp_path / "run" / "summary.csv").open()))
-    assert row["state"] == "failed"
+    assert row["state"] == "FAILED"
     assert "BackendUnavailable: backend 'mpi': this torch was built without MPI support" in row["reason"]
     assert "(+1 more ranks failed)" in row["reason"]

@@ -19,7 +19,7 @@ def test_ci_sweep_on_two_node_slurm(cli, tmp_path, slurm_cluster, backend):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = list(csv.DictReader((run / "summary.csv").open()))
     assert len(rows) == 4
-    assert all(r["state"] == "ok" and float(r["throughput"]) > 0 for r in rows), rows
+    assert all(r["state"] == "COMPLETED" and float(r["throughput"]) > 0 for r in rows), rows
     for r in rows:
         # Both slurmd share one host, so the Slurm node name (SLURMD_NODENAME) is what tells them apart.
         expected = "node1 node2" if r["nodes"] == "2" else None
@@ -69,5 +69,5 @@ def test_failed_job_is_a_row_with_its_reason(cli, tmp_path, slurm_cluster):
     proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
     assert proc.returncode == 1
     [row] = list(csv.DictReader((run / "summary.csv").open()))
-    assert row["state"] == "failed"
+    assert row["state"] == "FAILED"
     assert row["reason"].startswith("exit code ") and "/nonexistent/python" in row["reason"]

@@ -47,8 +47,8 @@ def test_every_point_gets_a_state_and_reason(tmp_path):
     rd.point(e).result.write_text(json.dumps({"schema": "hpcbench.result/99"}))
     # f: never submitted.
 
-    states = {s.point.id: s for s in collect(rd, live={})}
-    assert [states[p.id].state for p in pts] == ["failed", "timeout", "failed", "missing", "unparsable", "not submitted"]
+    states = {s.point.id: s for s in collect(rd, {})}
+    assert [states[p.id].state for p in pts] == ["FAILED", "TIMEOUT", "FAILED", "MISSING", "UNPARSABLE", "NOT_SUBMITTED"]
     assert states[a.id].reason == "rank 0 on host0: RuntimeError: CUDA out of memory (+1 more ranks failed)"
     assert "DUE TO TIME LIMIT" in states[b.id].reason
     assert states[c.id].reason == "exit code 127: bash: python: command not found"
@@ -56,11 +56,11 @@ def test_every_point_gets_a_state_and_reason(tmp_path):
     assert "hpcbench.result/99" in states[e.id].reason and "not known to this hpcbench" in states[e.id].reason
 
     # A job still queued shows its live state; with the queue unreadable, the state is unknown, not missing.
-    assert {s.point.id: s.state for s in collect(rd, live={"990014": "PENDING"})}[d.id] == "pending"
-    assert {s.point.id: s.state for s in collect(rd, live=None)}[d.id] == "unknown"
+    assert {s.point.id: s.state for s in collect(rd, {"990014": "PENDING"})}[d.id] == "PENDING"
+    assert {s.point.id: s.state for s in collect(rd, None)}[d.id] == "UNKNOWN"
 
     text, rows = summarize(rd, "table")
     assert len(rows) == 6 and all(r["throughput"] is None for r in rows)
-    assert "CUDA out of memory" in text and "not submitted" in text
+    assert "CUDA out of memory" in text and "NOT_SUBMITTED" in text
     csv_lines = rd.summary_csv.read_text().splitlines()
     assert len(csv_lines) == 7 and csv_lines[0].startswith("point_id,label,backend")

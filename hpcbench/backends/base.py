@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 from hpcbench.plan import Point
 from hpcbench.rundir import PointPaths
@@ -13,6 +14,8 @@ class Backend(ABC):
     name: str
     #: True when submit() returns before the point has run (a scheduler queue)
     queued: bool = True
+    #: point id -> the job comment that ties a job to its run and point (set by the submitter)
+    comment: Callable[[str], str] | None = None
 
     def check(self, spec: SweepSpec) -> None:
         """Raise ConfigError before anything is submitted if this backend cannot run the sweep."""

@@ -12,5 +12,9 @@ class SbatchBackend(Backend):
 
     name = "sbatch"
 
+    def __init__(self, hold: bool = False) -> None:
+        # --hold: queued but never started until `scontrol release`; for dry submissions and benchmarks.
+        self.extra: tuple[str, ...] = ("--hold",) if hold else ()
+
     def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
-        return slurmcli.sbatch(paths.job_script)
+        return slurmcli.sbatch(paths.job_script, self.extra)

@@ -63,7 +63,9 @@ class SubmititBackend(Backend):
             time=max(1, math.ceil(time_limit_seconds(s.time) / 60)),
             setup=setup,
             srun_args=[f"--cpu-bind={s.cpu_bind}"],
-            additional_parameters=_sbatch_args(s.sbatch_args),
+            # The comment names run and point, so a re-run finds jobs whose id was never recorded.
+            additional_parameters={**_sbatch_args(s.sbatch_args),
+                                   **({"comment": self.comment(point.id)} if self.comment else {})},
         )
         for key in ("partition", "account", "mem"):
             if getattr(s, key):

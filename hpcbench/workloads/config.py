@@ -26,15 +26,20 @@ class TrainConfig:
     framework: str = "ddp"
     data: str = "synthetic"
     timeout_s: int = 600  # process-group timeout: a broken peer ends the job instead of hanging it
+    fail_rank: int = -1  # fault injection: this rank fails at fail_step (0: never joins); < 0: off
+    fail_step: int = 1
 
     @classmethod
     def from_point(cls, p: Point, out: str) -> TrainConfig:
         names = {f.name for f in fields(cls)}
-        return cls(out=out, point_id=p.id, **{k: v for k, v in p.to_dict().items() if k in names and k != "out"})
+        return cls(out=out, point_id=p.id, timeout_s=p.init_timeout_s,
+                   **{k: v for k, v in p.to_dict().items() if k in names and k != "out"})
 
     def to_argv(self) -> list[str]:
         argv = []
         for f in fields(self):
+            if f.name in ("fail_rank", "fail_step") and getattr(self, f.name) == f.default:
+                continue  # fault injection stays out of ordinary job scripts
             argv += [f"--{f.name.replace('_', '-')}", str(getattr(self, f.name))]
         return argv
 

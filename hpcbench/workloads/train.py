@@ -36,6 +36,10 @@ class BackendUnavailable(RuntimeError):
     pass
 
 
+class InjectedFault(RuntimeError):
+    """Raised on purpose (TrainConfig.fail_rank / fail_step) to test how failures are reported."""
+
+
 def _check_backend(backend: str, device: str) -> None:
     import torch
     import torch.distributed as dist
@@ -88,6 +92,8 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
         if cuda:
             torch.cuda.synchronize()
 
+    if env.rank == cfg.fail_rank and cfg.fail_step == 0:
+        raise SystemExit(0)  # injected fault: this rank is lost before the rendezvous; the others time out
     dist.init_process_group(
         backend="ccl" if cfg.backend == "oneccl" else cfg.backend,
         init_method=f"tcp://{env.master_addr}:{env.master_port}",
@@ -105,7 +111,9 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
         y = torch.randint(0, info.num_classes, (cfg.batch_size,), generator=gen).to(device)
 
         times = []
-        for _ in range(cfg.warmup_steps + cfg.steps):
+        for step in range(1, cfg.warmup_steps + cfg.steps + 1):
+            if env.rank == cfg.fail_rank and step == cfg.fail_step:
+                raise InjectedFault(f"injected failure of rank {env.rank} at step {step}")
             sync()
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)

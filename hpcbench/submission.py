@@ -1,0 +1,217 @@
+"""Submitting a run's points through the ledger, so that re-runs, crashes and resubmissions never lose
+or double a job.
+
+Every submission is written twice: a 'submitting' intent before sbatch, then 'submitted' with the job
+id. A submitter killed between the two leaves an intent; the next run under the lock settles it by
+looking for the job in one squeue call (each job carries ``--comment=hpcbench:<run id>:<point id>``)
+or for its output file in the point's folder, and records it, or records the intent as lost.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from hpcbench import slurmcli
+from hpcbench.backends.base import Backend
+from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.plan import Point
+from hpcbench.rundir import RunDir
+from hpcbench.spec import SweepSpec
+from hpcbench.state import KEEP_ON_RERUN, PointState, collect, scheduler_view
+
+# Test hook: seconds to sleep after sbatch answers and before the ledger records the job id, the
+# window that a kill -9 of the submitter must survive. Unset in normal use.
+DELAY_ENV = "HPCBENCH_TEST_SUBMIT_DELAY_S"
+
+Echo = Callable[[str], None]
+
+
+@dataclass
+class SubmitReport:
+    submitted: int = 0
+    failed: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)  # state -> points left alone
+    recovered: int = 0  # jobs found by their comment after a crash
+    lost: int = 0  # intents with no job behind them
+    allocations: int = 0  # sbatch calls that made a job
+    packed_points: int = 0  # points that run as steps of a shared allocation
+    packs: int = 0  # those shared allocations
+
+    @property
+    def allocations_saved(self) -> int:
+        return self.packed_points - self.packs
+
+
+def reconcile(rd: RunDir, echo: Echo) -> tuple[int, int]:
+    """Settle 'submitting' intents left by a submitter that died. Returns (recovered, lost)."""
+    intents = {pid: e for pid, e in rd.submissions().items() if e["event"] == "submitting"}
+    if not intents:
+        return 0, 0
+    known = rd.recorded_job_ids()
+    found: dict[str, list[str]] = {}  # comment key (point id or pack name) -> job ids
+    if any(e.get("backend") != "local" for e in intents.values()):
+        for job in slurmcli.snapshot().values():  # one squeue call, whatever the number of intents
+            key = rd.comment_point(job.comment)
+            if key is not None and job.job_id not in known:
+                found.setdefault(key, []).append(job.job_id)
+    points = {p.id: p for p in rd.points()}
+    recovered = lost = 0
+    for pid, e in intents.items():
+        key = e.get("pack") or pid
+        ids = sorted(found.get(key, []), key=lambda j: (len(j), j))
+        if not ids and pid in points:  # the job may have run and left the queue: its output file names it
+            ids = sorted(rd.point(points[pid]).logged_job_ids() - known, key=lambda j: (len(j), j))
+        if ids:
+            rd.record("submitted", pid, job_id=ids[-1], backend=e.get("backend"), pack=e.get("pack"),
+                      recovered=True)
+            recovered += 1
+        else:
+            rd.record("submit_lost", pid, backend=e.get("backend"),
+                      reason="the submitter stopped before sbatch answered, and no job of this point exists")
+            lost += 1
+    echo(f"  settled an interrupted submission: {recovered} job(s) found and recorded, "
+         f"{lost} never submitted")
+    return recovered, lost
+
+
+class Throttle:
+    """Waits before a submission while ``limit`` of this run's jobs are queued (0: no limit).
+
+    squeue is asked only when the count kept since the last look reaches the limit.
+    """
+
+    def __init__(self, rd: RunDir, limit: int, poll_s: float, echo: Echo):
+        self.rd, self.limit, self.poll_s, self.echo = rd, limit, poll_s, echo
+        self.queued: int | None = None
+
+    def _count(self) -> int:
+        ids = set(self.rd.queued_job_ids())
+        return sum(1 for j, info in slurmcli.snapshot().items() if j in ids and info.active)
+
+    def before_submit(self) -> None:
+        if not self.limit:
+            return
+        if self.queued is None:
+            self.queued = self._count()
+        said = False
+        while self.queued >= self.limit:
+            self.queued = self._count()
+            if self.queued < self.limit:
+                break
+            if not said:
+                self.echo(f"  {self.queued} of this run's jobs queued (max_jobs_in_queue = {self.limit}): waiting")
+                said = True
+            time.sleep(self.poll_s)
+
+    def submitted(self, n: int = 1) -> None:
+        if self.queued is not None:
+            self.queued += n
+
+
+def _submit_one(rd: RunDir, spec: SweepSpec, p: Point, python: str, backend: Backend, echo: Echo,
+                delay: float) -> str | None:
+    paths = rd.point(p)
+    rd.record("submitting", p.id, backend=backend.name)
+    try:
+        job_id = backend.submit(spec, p, paths, python)
+    except SchedulerError as e:
+        rd.record("submit_failed", p.id, backend=backend.name, reason=str(e))
+        echo(f"  {p.label}: NOT submitted: {e}")
+        return None
+    if delay:
+        time.sleep(delay)
+    rd.record("submitted", p.id, job_id=job_id, backend=backend.name)
+    if backend.queued:
+        echo(f"  {p.label}: job {job_id}")
+    else:
+        code = paths.exitcode.read_text().strip() if paths.exitcode.exists() else "?"
+        rd.record("finished", p.id, job_id=job_id, backend=backend.name, exit_code=code)
+        echo(f"  {p.label}: {'done' if code == '0' else 'FAILED (exit ' + code + ')'}")
+    return job_id
+
+
+def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, echo: Echo,
+                  select: Callable[[PointState], bool] | None = None, force: bool = False,
+                  poll_s: float = 5.0) -> SubmitReport:
+    """Submit the run's points that need it, under the run's lock.
+
+    ``select`` picks points by their current state; by default every point without a live job or a
+    result (a re-run of the same sweep submits only what is missing). ``force`` takes every point,
+    cancelling its live job first so that no point ever has two.
+    """
+    report = SubmitReport()
+    backend.comment = rd.job_comment
+    delay = float(os.environ.get(DELAY_ENV) or 0)
+    with rd.lock():
+        report.recovered, report.lost = reconcile(rd, echo)
+        states = collect(rd, scheduler_view(rd)) if rd.submissions() else collect(rd, {})
+        if force:
+            todo = [s for s in states]
+            live = [s.job_id for s in states if s.state in ("PENDING", "RUNNING") and s.job_id]
+            if live and backend.queued:
+                slurmcli.cancel(sorted(set(live)))
+                for s in states:
+                    if s.job_id in live:
+                        rd.record("cancelled", s.point.id, job_id=s.job_id, reason="--force")
+        else:
+            keep = select or (lambda s: s.state not in KEEP_ON_RERUN)
+            todo = [s for s in states if keep(s)]
+        for s in states:
+            if s not in todo:
+                report.skipped[s.state] = report.skipped.get(s.state, 0) + 1
+        if report.skipped:
+            echo("  left alone: " + ", ".join(f"{n} {st}" for st, n in report.skipped.items()))
+        for s in todo:
+            if s.job_id:
+                rd.point(s.point).archive(s.job_id)
+        if spec.slurm.pack and backend.queued and len(todo) > 1:
+            from hpcbench.pack import submit_pack
+
+            submit_pack(spec, rd, [s.point for s in todo], python, backend, echo, report)
+            return report
+        throttle = Throttle(rd, spec.slurm.max_jobs_in_queue if backend.queued else 0, poll_s, echo)
+        for s in todo:
+            throttle.before_submit()
+            if _submit_one(rd, spec, s.point, python, backend, echo, delay) is None:
+                report.failed += 1
+            else:
+                report.submitted += 1
+                report.allocations += 1
+                throttle.submitted()
+    return report
+
+
+def states_of(rd: RunDir, names: Iterable[str]) -> Callable[[PointState], bool]:
+    wanted = set(names)
+    return lambda s: s.state in wanted
+
+
+def cancel_run(rd: RunDir, echo: Echo) -> int:
+    """scancel every live job of the run in one call; record it on each point. Returns jobs cancelled."""
+    states = collect(rd, scheduler_view(rd))
+    live = sorted({s.job_id for s in states if s.state in ("PENDING", "RUNNING") and s.job_id
+                   and s.backend != "local"}, key=lambda j: (len(j), j))
+    if not live:
+        echo(f"{rd.root}: no queued or running job to cancel")
+        return 0
+    slurmcli.cancel(live)
+    for s in states:
+        if s.job_id in live:
+            rd.record("cancelled", s.point.id, job_id=s.job_id, reason="hpcbench cancel")
+    echo(f"cancelled {len(live)} job(s): {' '.join(live)}")
+    return len(live)
+
+
+def check_same_plan(rd: RunDir, points: list[Point], path: str) -> None:
+    """A re-run must be of the same sweep: the same point ids (scheduler settings may change)."""
+    have = {p.id for p in rd.points()}
+    want = {p.id for p in points}
+    if have != want:
+        raise ConfigError(
+            f"{rd.root}: holds a run of a different sweep ({len(want - have)} points of {path} are not in it, "
+            f"{len(have - want)} of its points are not in {path})",
+            hint="re-run with the sweep file the run was made from, or choose another --run-dir",
+        )
