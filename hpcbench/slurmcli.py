@@ -90,23 +90,30 @@ def snapshot() -> dict[str, JobInfo]:
     return parse_squeue(out)
 
 
-SACCT_FIELDS = "JobID,State,ExitCode,Reason,Comment"
+SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason", "Comment")
 
 
-def parse_sacct(text: str) -> dict[str, JobInfo]:
-    """Parse ``sacct --parsable2 --noheader --format=JobID,State,ExitCode,Reason,Comment``.
+def parse_sacct(text: str, fields: tuple[str, ...] = SACCT_FIELDS) -> dict[str, JobInfo]:
+    """Parse ``sacct --parsable2 --noheader --format=<fields>`` (any order; JobID and State required).
 
     Only the allocation's own line counts (``123``, not the steps ``123.batch`` / ``123.0``): the
     job's state is what the user asked about, and its steps repeat or contradict it.
     """
+    col = {name.lower(): i for i, name in enumerate(fields)}
+
+    def get(parts: list[str], name: str) -> str:
+        i = col.get(name)
+        return parts[i].strip() if i is not None and i < len(parts) else ""
+
     jobs = {}
     for line in text.splitlines():
-        parts = line.split(_SEP, 4)
-        if len(parts) < 3 or not parts[0] or "." in parts[0]:
+        parts = line.split(_SEP)
+        jid = get(parts, "jobid")
+        if len(parts) < 2 or not jid or "." in jid:
             continue
-        parts += [""] * (5 - len(parts))
-        reason = "" if parts[3] in ("None", "(null)") else parts[3]
-        jobs[parts[0]] = JobInfo(parts[0], _state_word(parts[1]), reason, parts[4], parts[2])
+        reason = get(parts, "reason")
+        jobs[jid] = JobInfo(jid, _state_word(get(parts, "state")), "" if reason in ("None", "(null)") else reason,
+                            get(parts, "comment"), get(parts, "exitcode"))
     return jobs
 
 
@@ -119,7 +126,7 @@ def accounting(job_ids: list[str]) -> dict[str, JobInfo] | None:
     if not job_ids or _sacct_broken is not None or shutil.which("sacct") is None:
         return None
     try:
-        out = _run(["sacct", "--parsable2", "--noheader", "--allocations", f"--format={SACCT_FIELDS}",
+        out = _run(["sacct", "--parsable2", "--noheader", "--allocations", f"--format={','.join(SACCT_FIELDS)}",
                     f"--jobs={','.join(job_ids)}"])
     except SchedulerError as e:
         _sacct_broken = str(e)

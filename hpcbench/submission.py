@@ -184,7 +184,7 @@ def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, ec
     return report
 
 
-def states_of(rd: RunDir, names: Iterable[str]) -> Callable[[PointState], bool]:
+def states_of(names: Iterable[str]) -> Callable[[PointState], bool]:
     wanted = set(names)
     return lambda s: s.state in wanted
 
