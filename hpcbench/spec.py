@@ -193,6 +193,8 @@ def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
             raise _fail(f"{where}.{k}", "not a valid environment variable name")
         if isinstance(val, bool) or not isinstance(val, (str, int, float)):
             raise _fail(f"{where}.{k}", f"expected a string or number, got {_typename(val)}")
+        if "\x00" in str(val):  # a shell cannot carry NUL; newlines and the like are quoted instead
+            raise _fail(f"{where}.{k}", "contains a NUL character")
         out.append((k, str(val)))
     return tuple(out)
 

@@ -5,6 +5,8 @@
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=2
 #SBATCH --cpus-per-task=1
+# A node failure must end the job as NODE_FAIL with its logs, not rerun it from scratch over them.
+#SBATCH --no-requeue
 #SBATCH --time=00:30:00
 #SBATCH --partition='cpu nodes'
 #SBATCH --account='proj;rm -rf /'

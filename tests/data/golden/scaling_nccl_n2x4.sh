@@ -6,6 +6,8 @@
 #SBATCH --ntasks-per-node=4
 #SBATCH --gpus-per-node=4
 #SBATCH --cpus-per-task=8
+# A node failure must end the job as NODE_FAIL with its logs, not rerun it from scratch over them.
+#SBATCH --no-requeue
 #SBATCH --time=00:20:00
 #SBATCH --partition=gpu
 #SBATCH --output=/scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481/job-%j.out
