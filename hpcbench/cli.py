@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from hpcbench.rundir import RunDir
 
 
+PLAN_ROWS_SHOWN = 200  # a 10,000-row table helps nobody on a terminal; plan.json has every point
+
+
 def _echo(line: str) -> None:
     print(line, flush=True)
 
@@ -35,7 +38,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         backend.check(spec)
     rd, points, python = prepare(spec, opts)
     _echo(f"sweep {spec.sweep.name}: {len(points)} points -> {rd.root}")
-    _echo(format_table(plan_rows(points), PLAN_COLUMNS))
+    shown = points if len(points) <= PLAN_ROWS_SHOWN else points[:PLAN_ROWS_SHOWN]
+    _echo(format_table(plan_rows(shown), PLAN_COLUMNS))
+    if len(shown) < len(points):
+        _echo(f"... and {len(points) - len(shown)} more points (all of them in {rd.plan_json})")
     if backend is None:
         _echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted")
         return 0

@@ -33,7 +33,7 @@ def _env() -> Any:
 
 def _argv_lines(argv: list[str]) -> list[str]:
     """``python -u -m module`` on one line, then one ``--flag value`` per line, for a readable script."""
-    q = [shlex.quote(a) for a in argv]
+    q = [_quote(a) for a in argv]
     head = next((i for i, a in enumerate(argv) if a.startswith("--")), len(argv))
     return [" ".join(q[:head])] + [" ".join(q[i:i + 2]) for i in range(head, len(q), 2)]
 
@@ -64,9 +64,13 @@ def _skeleton(slurm: SlurmSettings, sweep_name: str, has_gpus: bool, has_comment
     )
 
 
+# Most quoted words (flags, numbers, the interpreter) repeat from point to point.
+_quote = lru_cache(maxsize=4096)(shlex.quote)
+
+
 def point_values(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None) -> dict[str, str]:
     """Every per-point value of the job script, shell-quoted where a shell or sbatch will read it."""
-    q = shlex.quote
+    q = _quote
     launch = [" ".join(q(a) for a in launcher_argv(point, spec.slurm))]
     launch += ["    " + line for line in _argv_lines(rank_argv(point, str(paths.dir), python))]
     return {

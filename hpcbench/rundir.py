@@ -30,6 +30,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,6 +57,13 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_new(path: Path, text: str, mode: int = 0o644) -> None:
+    """Create a file that must not exist yet (a fresh run directory): no temporary file needed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def atomic_write_json(path: Path, doc: Any) -> None:
@@ -190,13 +198,19 @@ class RunDir:
             )
         rd.root.mkdir(parents=True, exist_ok=True)
         atomic_write_text(rd.sweep_copy, sweep_text)
-        atomic_write_json(
-            rd.plan_json,
-            {"schema": schema.tag(schema.PLAN), "sweep": sweep_name, "created_at": utcnow(),
-             "run_id": uuid.uuid4().hex[:12], "points": [p.to_dict() for p in points]},
-        )
-        for p in points:
-            atomic_write_json(rd.point(p).point_json, p.to_dict())
+        rd.points_root.mkdir(exist_ok=True)
+        dicts = [p.to_dict() for p in points]
+        for p, d in zip(points, dicts):
+            # New files in new folders: no reader can see them half-written before plan.json exists.
+            rd.point(p).dir.mkdir(exist_ok=True)
+            write_new(rd.point(p).point_json, json.dumps(d, indent=None) + "\n")
+        doc = {"schema": schema.tag(schema.PLAN), "sweep": sweep_name, "created_at": utcnow(),
+               "run_id": uuid.uuid4().hex[:12], "points": dicts}
+        # One point per line: readable, and json's C encoder (indent= falls back to pure Python).
+        head = json.dumps({k: v for k, v in doc.items() if k != "points"})[:-1]
+        body = ",\n  ".join(json.dumps(d) for d in dicts)
+        atomic_write_text(rd.plan_json, f'{head}, "points": [\n  {body}\n]}}\n')
+        rd.__dict__["plan_doc"] = doc
         return rd
 
     @classmethod
@@ -209,12 +223,17 @@ class RunDir:
             )
         return rd
 
+    @cached_property
+    def plan_doc(self) -> dict[str, Any]:
+        # plan.json never changes once written (a re-run must have the same points), so read it once.
+        return schema.read_json(self.plan_json, schema.PLAN)
+
     def sweep_name(self) -> str:
-        return str(schema.read_json(self.plan_json, schema.PLAN).get("sweep", self.root.name))
+        return str(self.plan_doc.get("sweep", self.root.name))
 
     def run_id(self) -> str:
         """Random id of this run, put in every job's --comment so a re-run can find jobs it never recorded."""
-        return str(schema.read_json(self.plan_json, schema.PLAN).get("run_id", ""))
+        return str(self.plan_doc.get("run_id", ""))
 
     def job_comment(self, point_id: str) -> str:
         return f"hpcbench:{self.run_id()}:{point_id}"
@@ -225,8 +244,7 @@ class RunDir:
         return comment[len(prefix):] if comment.startswith(prefix) else None
 
     def points(self) -> list[Point]:
-        doc = schema.read_json(self.plan_json, schema.PLAN)
-        return [Point.from_dict(d) for d in doc["points"]]
+        return [Point.from_dict(d) for d in self.plan_doc["points"]]
 
     def record(self, event: str, point_id: str, **fields: Any) -> None:
         """Append one ledger line. Lines are small and written under a lock, so concurrent writers are safe."""

@@ -14,7 +14,7 @@ from hpcbench.backends.base import Backend
 from hpcbench.errors import ConfigError, SchedulerError
 from hpcbench.plan import Point, expand
 from hpcbench.render import render_job
-from hpcbench.rundir import RunDir, atomic_write_text
+from hpcbench.rundir import RunDir, atomic_write_text, write_new
 from hpcbench.spec import SweepSpec
 from hpcbench.state import PointState, collect, count_line, scheduler_view
 
@@ -53,11 +53,16 @@ def make_backend(name: str, hold: bool = False) -> Backend:
     raise ConfigError(f"--backend: unknown backend {name!r} (choose from: {', '.join(BACKEND_CHOICES)})")
 
 
-def render_all(spec: SweepSpec, rd: RunDir, points: list[Point], python: str) -> None:
+def render_all(spec: SweepSpec, rd: RunDir, points: list[Point], python: str, fresh: bool = False) -> None:
+    """Write every point's job.sh; ``fresh``: the run directory was just made, so no script exists yet."""
     for p in points:
         paths = rd.point(p)
-        atomic_write_text(paths.job_script, render_job(spec, p, paths, python, rd.job_comment(p.id)))
-        paths.job_script.chmod(0o755)
+        text = render_job(spec, p, paths, python, rd.job_comment(p.id))
+        if fresh:
+            write_new(paths.job_script, text, 0o755)
+        else:  # a re-run: a reader (or sbatch by hand) may be looking at the old script
+            atomic_write_text(paths.job_script, text)
+            paths.job_script.chmod(0o755)
 
 
 def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], str]:
@@ -75,12 +80,14 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
     if opts.run_dir and RunDir(root).plan_json.exists():
         from hpcbench.submission import check_same_plan
 
+        fresh = False
         rd = RunDir.open(root)
         check_same_plan(rd, points, spec.path)
         atomic_write_text(rd.sweep_copy, spec.text)
     else:
         rd = RunDir.create(root, spec.text, spec.sweep.name, points)
-    render_all(spec, rd, points, python)
+        fresh = True
+    render_all(spec, rd, points, python, fresh)
     return rd, points, python
 
 

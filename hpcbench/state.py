@@ -196,6 +196,9 @@ def point_state(p: Point, paths: PointPaths, sub: dict | None, job: JobInfo | No
             slurm_why += f", exit {job.exit_code}"
         if pack and state == FAILED:
             slurm_why = "the pack's allocation ended before this point's step did; " + slurm_why
+        # A failure's root cause says more than Slurm's word for it; other endings lead with Slurm's.
+        if state == FAILED and failure:
+            return make(state=state, reason=_join(failure, slurm_why))
         return make(state=state, reason=_join(slurm_why, failure or line))
     # The scheduler has forgotten the job (or never had one): read the folder.
     if failure:

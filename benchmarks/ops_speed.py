@@ -1,0 +1,112 @@
+"""Speed of hpcbench's own operations. Prints figures; not a test.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/ops_speed.py [--points 10000] [--jobs 200] [--no-slurm]
+
+1. plan + render: expand a 10,000-point sweep and render every job script, in one process (wall and
+   CPU seconds: on a shared machine the CPU figure is the one that does not depend on the neighbours),
+   and the whole `hpcbench plan` command, files included, as a fresh process.
+2. submit: `hpcbench sweep` of 200 points to the local Slurm against 200 bare `sbatch --wrap` calls
+   from a shell loop, in the same run. Every job is submitted with --hold, so none ever runs or
+   clogs the shared queue; exactly those job ids are cancelled afterwards.
+3. status: `hpcbench status` of those 200 jobs, with squeue and sacct counted by a PATH shim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def sweep_file(folder: Path, points: int, extra: str = "") -> Path:
+    sizes = ", ".join(str(i + 1) for i in range(points))
+    path = folder / f"bench{points}.toml"
+    path.write_text(f"[sweep]\nname = \"bench\"\n[slurm]\ntime = \"2\"\n{extra}\n[workload]\nsteps = 2\n"
+                    f"[matrix]\nbatch_size = [{sizes}]\n")
+    return path
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "hpcbench", *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    if proc.returncode != 0:
+        raise SystemExit(f"hpcbench {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return time.perf_counter() - t0, proc
+
+
+def bench_plan(tmp: Path, n: int) -> None:
+    from hpcbench.plan import expand
+    from hpcbench.render import render_job
+    from hpcbench.rundir import PointPaths
+    from hpcbench.spec import load
+
+    spec = load(sweep_file(tmp, n))
+    c0, t0 = time.process_time(), time.perf_counter()
+    points = expand(spec)
+    for p in points:
+        render_job(spec, p, PointPaths(tmp / "r" / p.dirname), sys.executable, f"hpcbench:0123456789ab:{p.id}")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"plan+render {len(points)} points in one process: {wall:.2f} s wall, {cpu:.2f} s CPU "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    secs, _ = cli("plan", str(spec.path), "--run-dir", str(tmp / "plan"))
+    scripts = sum(1 for _ in (tmp / "plan" / "points").glob("*/job.sh"))
+    print(f"hpcbench plan, fresh process, {scripts} job scripts written: {secs:.2f} s wall")
+
+
+def bench_submit_and_status(tmp: Path, n: int) -> None:
+    bare_ids: list[str] = []
+    run = tmp / "submit"
+    try:
+        loop = (f"for i in $(seq {n}); do sbatch --parsable --hold --time=2 --job-name=bare "
+                f"--output=/dev/null --wrap=true || exit 1; done")
+        t0 = time.perf_counter()
+        out = subprocess.run(["bash", "-c", loop], capture_output=True, text=True, check=True).stdout
+        bare = time.perf_counter() - t0
+        bare_ids = [line.split(";")[0] for line in out.split()]
+        secs, _ = cli("sweep", str(sweep_file(tmp, n)), "--backend", "sbatch", "--hold", "--run-dir", str(run))
+        print(f"submit {n} points: hpcbench sweep {secs:.2f} s (whole command: plan, render, ledger, sbatch) vs "
+              f"{n} bare sbatch --wrap calls {bare:.2f} s: ratio {secs / bare:.2f}")
+
+        shim, log = tmp / "shim", tmp / "calls.log"
+        shim.mkdir()
+        for tool in ("squeue", "sacct"):
+            real = shutil.which(tool)
+            (shim / tool).write_text(f"#!/bin/sh\necho {tool} >> {log}\nexec {real} \"$@\"\n")
+            (shim / tool).chmod(0o755)
+        secs, proc = cli("status", str(run), env={"PATH": f"{shim}:{os.environ['PATH']}"})
+        calls = log.read_text().split() if log.exists() else []
+        print(f"status of {n} jobs: {calls.count('squeue')} squeue call(s), {calls.count('sacct')} sacct call(s), "
+              f"{secs:.2f} s; {proc.stdout.strip().splitlines()[-1]}")
+    finally:
+        from hpcbench.rundir import RunDir
+
+        ours = RunDir(run).queued_job_ids() if (run / "ledger.jsonl").exists() else []
+        ids = bare_ids + ours
+        for i in range(0, len(ids), 500):
+            subprocess.run(["scancel", *ids[i:i + 500]], check=False)
+        print(f"cancelled the {len(ids)} held jobs of this benchmark")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--points", type=int, default=10_000)
+    ap.add_argument("--jobs", type=int, default=200)
+    ap.add_argument("--no-slurm", action="store_true", help="only the planning figure")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_plan(Path(tmp), args.points)
+        if not args.no_slurm:
+            bench_submit_and_status(Path(tmp), args.jobs)
+
+
+if __name__ == "__main__":
+    main()
