@@ -63,8 +63,11 @@ def bench_plan(tmp: Path, n: int) -> None:
 
 
 def bench_submit_and_status(tmp: Path, n: int) -> None:
+    from hpcbench.submission import SUBMIT_WORKERS, WORKERS_ENV
+
     bare_ids: list[str] = []
     run = tmp / "submit"
+    extra_runs: list[Path] = []
     try:
         loop = (f"for i in $(seq {n}); do sbatch --parsable --hold --time=2 --job-name=bare "
                 f"--output=/dev/null --wrap=true || exit 1; done")
@@ -73,8 +76,14 @@ def bench_submit_and_status(tmp: Path, n: int) -> None:
         bare = time.perf_counter() - t0
         bare_ids = [line.split(";")[0] for line in out.split()]
         secs, _ = cli("sweep", str(sweep_file(tmp, n)), "--backend", "sbatch", "--hold", "--run-dir", str(run))
-        print(f"submit {n} points: hpcbench sweep {secs:.2f} s (whole command: plan, render, ledger, sbatch) vs "
-              f"{n} bare sbatch --wrap calls {bare:.2f} s: ratio {secs / bare:.2f}")
+        print(f"submit {n} points: hpcbench sweep {secs:.2f} s (whole command: start-up, plan, render, ledger, "
+              f"{SUBMIT_WORKERS} sbatch calls in flight) vs {n} bare sbatch --wrap calls {bare:.2f} s: "
+              f"ratio {secs / bare:.2f}")
+        one = tmp / "one-at-a-time"
+        secs1, _ = cli("sweep", str(sweep_file(tmp, n)), "--backend", "sbatch", "--hold", "--run-dir", str(one),
+                       env={WORKERS_ENV: "1"})
+        extra_runs.append(one)
+        print(f"  the same with one sbatch at a time ({WORKERS_ENV}=1): {secs1:.2f} s, ratio {secs1 / bare:.2f}")
 
         shim, log = tmp / "shim", tmp / "calls.log"
         shim.mkdir()
@@ -89,7 +98,7 @@ def bench_submit_and_status(tmp: Path, n: int) -> None:
     finally:
         from hpcbench.rundir import RunDir
 
-        ours = RunDir(run).queued_job_ids() if (run / "ledger.jsonl").exists() else []
+        ours = [j for r in [run, *extra_runs] if (r / "ledger.jsonl").exists() for j in RunDir(r).queued_job_ids()]
         ids = bare_ids + ours
         for i in range(0, len(ids), 500):
             subprocess.run(["scancel", *ids[i:i + 500]], check=False)

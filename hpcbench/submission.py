@@ -106,9 +106,9 @@ class Throttle:
                 said = True
             time.sleep(self.poll_s)
 
-    def submitted(self, n: int = 1) -> None:
-        if self.queued is not None:
-            self.queued += n
+    def submitted(self, ok: bool = True) -> None:
+        if self.queued is not None and ok:
+            self.queued += 1
 
 
 def _submit_one(rd: RunDir, spec: SweepSpec, p: Point, python: str, backend: Backend, echo: Echo,
@@ -173,15 +173,37 @@ def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, ec
             submit_pack(spec, rd, [s.point for s in todo], python, backend, echo, report)
             return report
         throttle = Throttle(rd, spec.slurm.max_jobs_in_queue if backend.queued else 0, poll_s, echo)
-        for s in todo:
-            throttle.before_submit()
-            if _submit_one(rd, spec, s.point, python, backend, echo, delay) is None:
-                report.failed += 1
-            else:
-                report.submitted += 1
-                report.allocations += 1
-                throttle.submitted()
+        workers = submit_workers(backend, throttle)
+        if workers > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(workers) as pool:
+                ids = list(pool.map(lambda s: _submit_one(rd, spec, s.point, python, backend, echo, delay), todo))
+        else:
+            ids = []
+            for s in todo:
+                throttle.before_submit()
+                ids.append(_submit_one(rd, spec, s.point, python, backend, echo, delay))
+                throttle.submitted(ids[-1] is not None)
+        report.failed = ids.count(None)
+        report.submitted = report.allocations = len(ids) - report.failed
     return report
+
+
+def submit_workers(backend: Backend, throttle: Throttle) -> int:
+    """How many sbatch calls may be in flight at once.
+
+    A few concurrent calls hide most of sbatch's round trip to slurmctld without flooding it. The
+    ledger stays exact: each point's intent and job id are written by the thread that submits it.
+    Throttled sweeps submit one by one, since each submission changes the count they wait on.
+    """
+    if not backend.queued or backend.name != "sbatch" or throttle.limit:
+        return 1
+    return max(1, int(os.environ.get(WORKERS_ENV) or SUBMIT_WORKERS))
+
+
+SUBMIT_WORKERS = 4
+WORKERS_ENV = "HPCBENCH_SUBMIT_WORKERS"  # 1 gives one sbatch at a time (benchmarks compare both)
 
 
 def states_of(names: Iterable[str]) -> Callable[[PointState], bool]:

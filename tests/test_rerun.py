@@ -56,8 +56,9 @@ def queued_by_point(rd: RunDir) -> dict[str, list[str]]:
 
 def test_kill_9_mid_sweep_then_rerun_submits_each_point_exactly_once(tmp_path, slurm_cluster):
     sweep, run = held_sweep(tmp_path, 8), tmp_path / "run"
-    # A slow scheduler answer: 2 s between sbatch returning and the ledger recording the job id.
-    proc = start_sweep(sweep, run, env={"HPCBENCH_TEST_SUBMIT_DELAY_S": "2"})
+    # A slow scheduler answer: 3 s between sbatch returning and the ledger recording the job id.
+    # Four submissions are in flight at a time, so the kill lands with jobs queued but not recorded.
+    proc = start_sweep(sweep, run, env={"HPCBENCH_TEST_SUBMIT_DELAY_S": "3"})
     try:
         wait_for(lambda: len(events(run, "submitting")) >= 1, what="the first intent")
         second = run_cli("sweep", str(sweep), "--backend", "sbatch", "--hold", "--run-dir", str(run))
@@ -65,22 +66,24 @@ def test_kill_9_mid_sweep_then_rerun_submits_each_point_exactly_once(tmp_path, s
         assert f"another hpcbench (pid {proc.pid}) is submitting to this run directory" in second.stderr
 
         wait_for(lambda: len(events(run, "submitting")) >= 5, what="the fifth intent")
-        time.sleep(1.0)  # sbatch has answered; the job id is not in the ledger yet
+        time.sleep(1.5)  # sbatch has answered for the jobs in flight; their ids are not in the ledger yet
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert len(events(run, "submitted")) == 4
+        recorded = len(events(run, "submitted"))
         rd = RunDir.open(run)
-        assert sum(len(v) for v in queued_by_point(rd).values()) == 5, "the fifth job was queued before the kill"
+        in_queue = sum(len(v) for v in queued_by_point(rd).values())
+        assert 1 <= recorded < in_queue, (recorded, in_queue)  # the kill left queued jobs unrecorded
 
         again = run_cli("sweep", str(sweep), "--backend", "sbatch", "--hold", "--run-dir", str(run))
         assert again.returncode == 0, again.stdout + again.stderr
-        assert "1 job(s) found and recorded" in again.stdout and "left alone: 5 PENDING" in again.stdout
+        assert f"{in_queue - recorded} job(s) found and recorded" in again.stdout, again.stdout
+        assert f"left alone: {in_queue} PENDING" in again.stdout, again.stdout
         queued = queued_by_point(rd)
         assert sorted(queued) == sorted(p.id for p in rd.points())
         assert all(len(ids) == 1 for ids in queued.values()), queued
         subs = rd.submissions()
         assert {pid: [s["job_id"]] for pid, s in subs.items()} == queued
-        assert sum(1 for e in events(run, "submitted") if e.get("recovered")) == 1
+        assert sum(1 for e in events(run, "submitted") if e.get("recovered")) == in_queue - recorded
 
         # Status of all eight: one squeue call, counted by a shim ahead of the real one on PATH.
         shim, log = tmp_path / "shim", tmp_path / "calls.log"
