@@ -7,13 +7,16 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hpcbench import __version__
 from hpcbench.errors import HpcbenchError
 
 if TYPE_CHECKING:
+    from hpcbench.backends.base import Backend
     from hpcbench.rundir import RunDir
+    from hpcbench.spec import SweepSpec
+    from hpcbench.state import PointState
 
 
 PLAN_ROWS_SHOWN = 200  # a 10,000-row table helps nobody on a terminal; plan.json has every point
@@ -49,7 +52,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return _submit_and_follow(spec, rd, python, backend, opts.wait, opts.poll_s, force=opts.force)
 
 
-def _submit_and_follow(spec, rd, python, backend, wait: bool, poll_s: float, **kw) -> int:  # type: ignore[no-untyped-def]
+def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, wait: bool, poll_s: float,
+                       **kw: Any) -> int:
     from hpcbench.runner import wait as wait_for
     from hpcbench.submission import submit_points
 
@@ -89,7 +93,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     return rc if args.strict else 0
 
 
-def _status_table(states: list) -> str:  # type: ignore[type-arg]
+def _status_table(states: list[PointState]) -> str:
     from hpcbench.report.tables import format_table
     from hpcbench.state import count_line
 

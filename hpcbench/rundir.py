@@ -30,15 +30,17 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cached_property
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from hpcbench import schema
 from hpcbench.errors import ConfigError, RunDirBusy
 from hpcbench.plan import Point
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def utcnow(timespec: str = "seconds") -> str:
@@ -120,7 +122,7 @@ class PointPaths:
 
     def archive(self, job_id: str) -> None:
         """Move an earlier attempt's outcome aside, so a resubmitted point starts from a clean folder."""
-        dest = self.dir / "attempts" / (job_id or "unknown")
+        dest = self.dir / "attempts" / (job_id if _SAFE_NAME.fullmatch(job_id or "") and job_id[0] != "." else "unknown")
         for f in [self.result, self.exitcode, *self.errors()]:
             if f.exists():
                 dest.mkdir(parents=True, exist_ok=True)
@@ -144,13 +146,6 @@ class RunDir:
 
     def pack_stdout(self, n: int, job_id: str = "%j") -> Path:
         return self.packs_root / f"pack-{n}-{job_id}.out"
-
-    def inside(self, path: Path) -> Path:
-        """``path`` resolved, refused if it leaves the run directory (a '..' or a link pointing out)."""
-        resolved = Path(path).resolve()
-        if resolved != self.root and self.root not in resolved.parents:
-            raise ConfigError(f"{path}: outside the run directory {self.root}")
-        return resolved
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -176,6 +171,9 @@ class RunDir:
             os.close(fd)  # releases the flock
 
     def point(self, p: Point) -> PointPaths:
+        # A plan.json edited by hand must not send a point's files outside the run directory.
+        if not _SAFE_NAME.fullmatch(p.dirname) or p.dirname.startswith("."):
+            raise ConfigError(f"{self.plan_json}: point folder {p.dirname!r} would leave the run directory")
         return PointPaths(self.points_root / p.dirname)
 
     @staticmethod

@@ -44,7 +44,7 @@ def available() -> bool:
 def _run(argv: list[str], timeout: float = 60) -> str:
     # argv lists only: no shell ever sees a user value.
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
         raise SchedulerError(f"{argv[0]}: command not found", hint="run on a Slurm login node, or use --backend local") from None
     except subprocess.TimeoutExpired:

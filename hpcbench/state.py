@@ -74,6 +74,11 @@ class PointState:
         return self.result is not None
 
     @property
+    def queued(self) -> bool:
+        """The point's job is waiting or running: cancelling it means something."""
+        return self.state in (PENDING, RUNNING)
+
+    @property
     def final(self) -> bool:
         """Nothing more will happen to this point without a resubmission."""
         return self.state not in LIVE_STATES

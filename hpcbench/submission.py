@@ -150,7 +150,7 @@ def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, ec
         states = collect(rd, scheduler_view(rd)) if rd.submissions() else collect(rd, {})
         if force:
             todo = [s for s in states]
-            live = [s.job_id for s in states if s.state in ("PENDING", "RUNNING") and s.job_id]
+            live = [s.job_id for s in states if s.queued and s.job_id]
             if live and backend.queued:
                 slurmcli.cancel(sorted(set(live)))
                 for s in states:
@@ -214,7 +214,7 @@ def states_of(names: Iterable[str]) -> Callable[[PointState], bool]:
 def cancel_run(rd: RunDir, echo: Echo) -> int:
     """scancel every live job of the run in one call; record it on each point. Returns jobs cancelled."""
     states = collect(rd, scheduler_view(rd))
-    live = sorted({s.job_id for s in states if s.state in ("PENDING", "RUNNING") and s.job_id
+    live = sorted({s.job_id for s in states if s.queued and s.job_id
                    and s.backend != "local"}, key=lambda j: (len(j), j))
     if not live:
         echo(f"{rd.root}: no queued or running job to cancel")

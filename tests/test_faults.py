@@ -80,7 +80,7 @@ def _run_faults(tmp: Path, runs: dict[str, Path]) -> dict[str, Path]:
         time.sleep(2)
     finally:
         # With ReturnToService=2 the node may already be back; then resume says so and that is fine.
-        subprocess.run(["scontrol", "update", "nodename=node2", "state=resume"], capture_output=True)
+        subprocess.run(["scontrol", "update", "nodename=node2", "state=resume"], capture_output=True, check=False)
     # Phase 2: a cancelled job on node1, a crashing rank and a rendezvous timeout on node2.
     runs["cancel"] = submit(tmp, "cancel", LONG + "[slurm]\ntime = \"5\"\nsbatch_args = [\"--nodelist=node1\"]\n")
     runs["crash"] = submit(tmp, "crash", "[workload]\nsteps = 5\nwarmup_steps = 1\nfail_rank = 1\nfail_step = 3\n"

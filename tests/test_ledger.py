@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 from conftest import DATA, REPO
@@ -16,8 +17,7 @@ from hpcbench.progress import Progress
 from hpcbench.rundir import RunDir, atomic_write_json
 from hpcbench.slurmcli import JobInfo, parse_sacct, parse_squeue
 from hpcbench.spec import parse
-from hpcbench.state import STATES, collect, parse_states, point_state
-from hpcbench.state import SchedulerView
+from hpcbench.state import STATES, SchedulerView, collect, parse_states, point_state
 
 GC3PIE_FIELDS = ("JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start", "End",
                  "MaxRSS", "MaxVMSize")
@@ -153,8 +153,10 @@ def test_archive_moves_an_attempt_aside(tmp_path):
     paths.archive("77")
     assert not paths.exitcode.exists() and not paths.errors()
     assert sorted(f.name for f in (paths.dir / "attempts" / "77").iterdir()) == ["error-rank0.json", "exitcode"]
-    with pytest.raises(ConfigError, match="outside the run directory"):
-        rd.inside(rd.root / "points" / ".." / ".." / "elsewhere")
+    paths.archive("../../x")  # a job id from a tampered ledger stays inside the point folder
+    assert not (rd.root.parent / "x").exists()
+    with pytest.raises(ConfigError, match="would leave the run directory"):
+        rd.point(replace(pts[0], label="../../../etc"))
 
 
 def test_progress_line_in_place_on_a_tty_one_line_per_change_otherwise():

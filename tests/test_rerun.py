@@ -89,7 +89,7 @@ def test_kill_9_mid_sweep_then_rerun_submits_each_point_exactly_once(tmp_path, s
         shim, log = tmp_path / "shim", tmp_path / "calls.log"
         shim.mkdir()
         for tool in ("squeue", "sacct"):
-            real = subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip()
+            real = subprocess.run(["which", tool], capture_output=True, text=True, check=True).stdout.strip()
             write(shim / tool, f"#!/bin/sh\necho {tool} >> {log}\nexec {real} \"$@\"\n").chmod(0o755)
         st = run_cli("status", str(run), env={"PATH": f"{shim}:{os.environ['PATH']}"})
         assert st.returncode == 0 and "8 points: 8 PENDING" in st.stdout, st.stdout + st.stderr
