@@ -46,6 +46,7 @@ _SLURM_ENDED = {"COMPLETED": COMPLETED, "FAILED": FAILED, "TIMEOUT": TIMEOUT, "C
 # Lines in job logs that explain an ending, most specific first.
 _SLURM_END = re.compile(r"\*\*\* (?:JOB|STEP) \S+ .*(CANCELLED|DUE TO TIME LIMIT|DUE TO NODE FAILURE|PREEMPTION)")
 _OOM = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
+_SRUN_ECHO = re.compile(r"srun: error: \S+: tasks? [\d,-]+: (Exited with exit code|Killed|Terminated)")
 _ERRORISH = re.compile(r"(Error|error:|Exception|Traceback|FAILED|Killed|killed)")
 
 
@@ -129,8 +130,12 @@ def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str |
     for line in reversed(lines):
         if _OOM.search(line):
             return line.strip(), OUT_OF_MEMORY
+    # srun's closing "task 0: Exited with exit code 2" only repeats the status; the line before says why.
     for line in reversed(lines):
-        if _ERRORISH.search(line) and not line.lstrip().startswith("File "):
+        if _ERRORISH.search(line) and not line.lstrip().startswith("File ") and not _SRUN_ECHO.search(line):
+            return line.strip(), None
+    for line in reversed(lines):
+        if _ERRORISH.search(line):
             return line.strip(), None
     return (lines[-1].strip() if lines else ""), None
 
@@ -201,9 +206,10 @@ def point_state(p: Point, paths: PointPaths, sub: dict | None, job: JobInfo | No
             slurm_why += f", exit {job.exit_code}"
         if pack and state == FAILED:
             slurm_why = "the pack's allocation ended before this point's step did; " + slurm_why
-        # A failure's root cause says more than Slurm's word for it; other endings lead with Slurm's.
-        if state == FAILED and failure:
-            return make(state=state, reason=_join(failure, slurm_why))
+        # A failure's root cause (a rank's record, else the script's exit status) says more than
+        # Slurm's word for it; other endings lead with Slurm's.
+        if state == FAILED and (failure or code is not None):
+            return make(state=state, reason=_join(failure or _exit_reason(code, line), slurm_why))
         return make(state=state, reason=_join(slurm_why, failure or line))
     # The scheduler has forgotten the job (or never had one): read the folder.
     if failure:

