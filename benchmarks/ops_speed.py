@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 
 def sweep_file(folder: Path, points: int, extra: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
     sizes = ", ".join(str(i + 1) for i in range(points))
     path = folder / f"bench{points}.toml"
     path.write_text(f"[sweep]\nname = \"bench\"\n[slurm]\ntime = \"2\"\n{extra}\n[workload]\nsteps = 2\n"
@@ -62,59 +64,71 @@ def bench_plan(tmp: Path, n: int) -> None:
     print(f"hpcbench plan, fresh process, {scripts} job scripts written: {secs:.2f} s wall")
 
 
-def bench_submit_and_status(tmp: Path, n: int) -> None:
+def _bare_loop(n: int) -> tuple[float, list[str]]:
+    loop = (f"for i in $(seq {n}); do sbatch --parsable --hold --time=2 --job-name=bare "
+            f"--output=/dev/null --wrap=true || exit 1; done")
+    t0 = time.perf_counter()
+    out = subprocess.run(["bash", "-c", loop], capture_output=True, text=True, check=True).stdout
+    return time.perf_counter() - t0, [line.split(";")[0] for line in out.split()]
+
+
+def _status_calls(tmp: Path, run: Path, n: int) -> None:
+    shim, log = tmp / "shim", tmp / "calls.log"
+    shim.mkdir()
+    for tool in ("squeue", "sacct"):
+        real = shutil.which(tool)
+        (shim / tool).write_text(f"#!/bin/sh\necho {tool} >> {log}\nexec {real} \"$@\"\n")
+        (shim / tool).chmod(0o755)
+    secs, proc = cli("status", str(run), env={"PATH": f"{shim}:{os.environ['PATH']}"})
+    calls = log.read_text().split() if log.exists() else []
+    print(f"status of {n} jobs: {calls.count('squeue')} squeue call(s), {calls.count('sacct')} sacct call(s), "
+          f"{secs:.2f} s; {proc.stdout.strip().splitlines()[-1]}")
+
+
+def bench_submit_and_status(tmp: Path, n: int, rounds: int) -> None:
+    """Each round: the bare loop, then hpcbench three ways; every job of the round is cancelled at its end."""
+    from hpcbench.rundir import RunDir
     from hpcbench.submission import SUBMIT_WORKERS, WORKERS_ENV
 
-    bare_ids: list[str] = []
-    run = tmp / "submit"
-    extra_runs: list[Path] = []
-    try:
-        loop = (f"for i in $(seq {n}); do sbatch --parsable --hold --time=2 --job-name=bare "
-                f"--output=/dev/null --wrap=true || exit 1; done")
-        t0 = time.perf_counter()
-        out = subprocess.run(["bash", "-c", loop], capture_output=True, text=True, check=True).stdout
-        bare = time.perf_counter() - t0
-        bare_ids = [line.split(";")[0] for line in out.split()]
-        secs, _ = cli("sweep", str(sweep_file(tmp, n)), "--backend", "sbatch", "--hold", "--run-dir", str(run))
-        print(f"submit {n} points: hpcbench sweep {secs:.2f} s (whole command: start-up, plan, render, ledger, "
-              f"{SUBMIT_WORKERS} sbatch calls in flight) vs {n} bare sbatch --wrap calls {bare:.2f} s: "
-              f"ratio {secs / bare:.2f}")
-        one = tmp / "one-at-a-time"
-        secs1, _ = cli("sweep", str(sweep_file(tmp, n)), "--backend", "sbatch", "--hold", "--run-dir", str(one),
-                       env={WORKERS_ENV: "1"})
-        extra_runs.append(one)
-        print(f"  the same with one sbatch at a time ({WORKERS_ENV}=1): {secs1:.2f} s, ratio {secs1 / bare:.2f}")
-
-        shim, log = tmp / "shim", tmp / "calls.log"
-        shim.mkdir()
-        for tool in ("squeue", "sacct"):
-            real = shutil.which(tool)
-            (shim / tool).write_text(f"#!/bin/sh\necho {tool} >> {log}\nexec {real} \"$@\"\n")
-            (shim / tool).chmod(0o755)
-        secs, proc = cli("status", str(run), env={"PATH": f"{shim}:{os.environ['PATH']}"})
-        calls = log.read_text().split() if log.exists() else []
-        print(f"status of {n} jobs: {calls.count('squeue')} squeue call(s), {calls.count('sacct')} sacct call(s), "
-              f"{secs:.2f} s; {proc.stdout.strip().splitlines()[-1]}")
-    finally:
-        from hpcbench.rundir import RunDir
-
-        ours = [j for r in [run, *extra_runs] if (r / "ledger.jsonl").exists() for j in RunDir(r).queued_job_ids()]
-        ids = bare_ids + ours
-        for i in range(0, len(ids), 500):
-            subprocess.run(["scancel", *ids[i:i + 500]], check=False)
-        print(f"cancelled the {len(ids)} held jobs of this benchmark")
+    ways = {f"hpcbench sweep ({SUBMIT_WORKERS} sbatch calls in flight)": ("", {}),
+            "hpcbench sweep (one sbatch at a time)": ("", {WORKERS_ENV: "1"}),
+            "hpcbench sweep, pack = true": ("pack = true", {})}
+    ratios: dict[str, list[float]] = {w: [] for w in ways}
+    for r in range(rounds):
+        ids: list[str] = []
+        runs: list[Path] = []
+        try:
+            bare, ids = _bare_loop(n)
+            line = [f"round {r + 1}: {n} bare sbatch --wrap calls {bare:.2f} s"]
+            for i, (way, (extra, env)) in enumerate(ways.items()):
+                runs.append(tmp / f"r{r}-{i}")
+                secs, _ = cli("sweep", str(sweep_file(tmp / f"s{i}", n, extra)), "--backend", "sbatch", "--hold",
+                              "--run-dir", str(runs[-1]), env=env)
+                ratios[way].append(secs / bare)
+                line.append(f"{way} {secs:.2f} s (x{secs / bare:.2f})")
+            print("; ".join(line))
+            if r == 0:
+                _status_calls(tmp, runs[0], n)
+        finally:
+            ids += [j for run in runs if (run / "ledger.jsonl").exists() for j in RunDir(run).queued_job_ids()]
+            for i in range(0, len(ids), 500):
+                subprocess.run(["scancel", *ids[i:i + 500]], check=False)
+    for way, values in ratios.items():
+        print(f"submit {n} points, {way} / {n} bare sbatch calls: median ratio {statistics.median(values):.2f} "
+              f"over {len(values)} round(s) (whole command: start-up, plan, render, ledger, sbatch)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--points", type=int, default=10_000)
     ap.add_argument("--jobs", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the submit comparison")
     ap.add_argument("--no-slurm", action="store_true", help="only the planning figure")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         bench_plan(Path(tmp), args.points)
         if not args.no_slurm:
-            bench_submit_and_status(Path(tmp), args.jobs)
+            bench_submit_and_status(Path(tmp), args.jobs, args.rounds)
 
 
 if __name__ == "__main__":
