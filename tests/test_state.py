@@ -27,7 +27,7 @@ def error(point, rank, time, msg):
 def test_every_point_gets_a_state_and_reason(tmp_path):
     rd, pts = make_run(tmp_path)
     assert len(pts) == 6
-    a, b, c, d, e, f = pts
+    a, b, c, d, e, _f = pts
     # a: two ranks failed; the earlier one is the root cause.
     rd.record("submitted", a.id, job_id="990011", backend="sbatch")
     atomic_write_json(rd.point(a).error(1), error(a, 1, "2026-01-01T00:00:05+00:00", "Connection reset by peer"))
