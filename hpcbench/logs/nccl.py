@@ -6,6 +6,7 @@ Transport names are normalised as in tests/data/logs/EXPECTED.json ``_schema``: 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -31,6 +32,7 @@ INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS
 _DEV_INDEX = re.compile(r"/\d+(?:\(\d+\))?(?=/|$)")
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise(raw: str) -> str:
     """'NET/IB/0/GDRDMA(PCI)' -> 'NET/IB/GDRDMA', 'P2P/direct pointer/read' -> 'P2P/direct', ..."""
     t = raw.strip().rstrip(".,;")
@@ -145,6 +147,12 @@ class NcclState:
             self.warns[key] = {"message": text, "count": 1, "first_host": ln.host, "first_rank": ln.rank}
         else:
             w["count"] += 1
+
+    def count_warn(self, text: str, n: int) -> None:
+        """More copies of a WARN already read (the fast path counts them without reading each)."""
+        w = self.warns.get(re.sub(r"0x[0-9a-fA-F]+|\d+", "#", text.strip()))
+        if w is not None:
+            w["count"] += n
 
     def _edge(self, ln: Line) -> None:
         msg = ln.msg

@@ -91,7 +91,12 @@ def _cloudwatch(text: str) -> str:
 
 def clean(text: str) -> Line:
     """Peel labels until none applies, then read the NCCL prefix."""
-    text = _cloudwatch(text.rstrip())
+    text = text.rstrip()
+    m = NCCL_PREFIX.match(text)
+    if m and not m.group(1).isdigit() and not _IPV4.match(m.group(1)):
+        return _split_marker(Line(text=text, host=m.group(1)), text[m.end():])
+    if text.lstrip().startswith("|"):
+        text = _cloudwatch(text)
     rank = tag = None
     for _ in range(8):
         stripped = text.lstrip(" \t")
@@ -124,6 +129,10 @@ def clean(text: str) -> Line:
             rest = text[m.end():]
         else:
             rest = text
+    return _split_marker(line, rest)
+
+
+def _split_marker(line: Line, rest: str) -> Line:
     mk = _MARK.match(rest)
     if mk:
         line.level = mk.group(1)
