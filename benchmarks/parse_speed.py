@@ -38,10 +38,11 @@ def _rank_block(rank: int, pids: list[int], rng: random.Random) -> str:
     nxt, prv = (rank + 1) % n, (rank - 1) % n
     lines = [
         f"{p}Bootstrap : Using ib0:10.{node // 250}.{node % 250}.{dev + 1}<0>",
-        f"{p}NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB ib0:10.0.{node}.1<0>",
+        (f"{p}NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; "
+         f"OOB ib0:10.0.{node}.1<0>"),
         f"{p}Using network IB",
-        f"{p}ncclCommInitRank comm 0x55d0{rank:04x}{{tid}} rank {rank} nranks {n} cudaDev {dev} nvmlDev {dev} "
-        f"busId {dev + 1}b000 commId 0x{{tid}}ab - Init START",
+        (f"{p}ncclCommInitRank comm 0x55d0{rank:04x}{{tid}} rank {rank} nranks {n} cudaDev {dev} nvmlDev {dev} "
+         f"busId {dev + 1}b000 commId 0x{{tid}}ab - Init START"),
         f"{p}Setting affinity for GPU {dev} to ffff,0000ffff",
         f"{p}Trees [0] {nxt}/-1/-1->{rank}->{prv} [1] {prv}/-1/-1->{rank}->{nxt}",
         f"{p}P2P Chunksize set to 524288",
@@ -141,7 +142,7 @@ def main() -> None:
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
         # grep's output goes to a file: with stdout on /dev/null GNU grep stops at the first match.
         with open(tmp / "grep.out", "w") as gout:
-            g_dt, g_rss, g_rc = _timed(["grep", "-c", "NCCL INFO", str(log)], gout)
+            g_dt, _, _ = _timed(["grep", "-c", "NCCL INFO", str(log)], gout)
         if True:
             out = tmp / "parsed.json"
             with open(out, "w") as o:
