@@ -222,9 +222,9 @@ class Scanner:
                 if nl < 0:
                     continue
                 data, skipping = data[nl + 1:], False
-            buf = carry + data if carry else data
-            cut = buf.rfind(b"\n")
+            cut = data.rfind(b"\n")
             if cut < 0:
+                buf = carry + data
                 if len(buf) > MAX_LINE:
                     self.cut_lines += 1
                     self.feed_chunk(buf[:MAX_LINE])
@@ -232,12 +232,14 @@ class Scanner:
                 else:
                     carry = buf
                 continue
-            carry = buf[cut + 1:]
+            # one copy per chunk: the carried partial line and the read up to its last newline
+            chunk = b"".join((carry, memoryview(data)[:cut]))
+            carry = data[cut + 1:]
             if len(carry) > MAX_LINE:
                 self.cut_lines += 1
                 self.feed_chunk(carry[:MAX_LINE])
                 carry, skipping = b"", True
-            self.feed_chunk(buf[:cut])
+            self.feed_chunk(chunk)
         if carry:
             self.feed_chunk(carry)
         self.flush()
