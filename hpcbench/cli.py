@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -29,7 +30,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     opts = SweepOptions(backend=args.backend, dry_run=args.dry_run, wait=args.wait,
                         run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
                         poll_s=args.poll)
-    spec = spec_mod.load(args.file)
+    spec = spec_mod.load(args.file, args.cluster)
     backend = None if opts.dry_run else make_backend(opts.backend)
     if backend is not None:
         backend.check(spec)
@@ -95,6 +96,9 @@ def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
     p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
     p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
     p.add_argument("--runs-root", default="runs", help="where timestamped run directories go (default: runs)")
+    p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
+                   help="cluster profile (clusters/NAME.toml or a path) in place of the sweep's own; "
+                        "default: $HPCBENCH_CLUSTER")
     if with_submit:
         from hpcbench.runner import BACKEND_CHOICES
 

@@ -12,10 +12,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench.errors import ConfigError
 from hpcbench.workloads.models import MODELS
+
+if TYPE_CHECKING:
+    from hpcbench.cluster import ClusterProfile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,7 +29,7 @@ BACKENDS = ("gloo", "mpi", "nccl", "oneccl")
 FRAMEWORKS = ("ddp",)
 KINDS = ("train",)
 DEVICES = ("cpu", "cuda")
-LAUNCHERS = ("srun", "mpirun")
+LAUNCHERS = ("srun", "mpirun", "horovodrun", "torchrun")
 DATA = ("synthetic",)
 
 _TIME_RE = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^\d+-\d+$")
@@ -45,12 +48,16 @@ class SweepInfo:
 class SlurmSettings:
     partition: str | None = None
     account: str | None = None
+    qos: str | None = None
+    gres: str | None = None  # e.g. "gpu:a100:{gpus}"; None asks with --gpus-per-node
     time: str = "00:30:00"
     cpus_per_task: int = 1
     mem: str | None = None
     launcher: str = "srun"
+    mpi: str | None = None  # srun --mpi plugin (pmix, pmi2, ...); None: the site's MpiDefault
     cpu_bind: str = "sockets"
     python: str | None = None  # None: the interpreter that runs hpcbench
+    module_use: tuple[str, ...] = ()  # `module use` folders, before the loads
     modules: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     sbatch_args: tuple[str, ...] = ()
@@ -86,6 +93,7 @@ class SweepSpec:
     slurm: SlurmSettings
     workload: Workload
     matrix: Matrix = field(default_factory=lambda: Matrix(()))
+    cluster: ClusterProfile | None = None
 
 
 # --- field tables -------------------------------------------------------------------------------
@@ -182,15 +190,26 @@ SWEEP_FIELDS: dict[str, tuple[Checker, Any]] = {
     "repeats": (_int(1), 1),
 }
 
+def _gres(v: Any, where: str) -> str:
+    v = _str()(v, where)
+    if "{gpus}" not in v:
+        raise _fail(where, f"{v!r} has no {{gpus}} placeholder (write it as \"gpu:{{gpus}}\" or \"gpu:a100:{{gpus}}\")")
+    return v
+
+
 SLURM_FIELDS: dict[str, tuple[Checker, Any]] = {
     "partition": (_str(), None),
     "account": (_str(), None),
+    "qos": (_str(), None),
+    "gres": (_gres, None),
     "time": (_str(_TIME_RE, "a Slurm time limit (MM, HH:MM:SS, D-HH, D-HH:MM:SS)"), "00:30:00"),
     "cpus_per_task": (_int(1), 1),
     "mem": (_str(re.compile(r"^\d+[KMGT]?$"), "a Slurm memory size such as 16G"), None),
     "launcher": (_choice(LAUNCHERS, "launcher"), "srun"),
+    "mpi": (_str(re.compile(r"^[A-Za-z0-9_.-]+$"), "an srun MPI plugin name (see: srun --mpi=list)"), None),
     "cpu_bind": (_choice(("sockets", "cores", "none"), "cpu binding"), "sockets"),
     "python": (_str(), None),
+    "module_use": (_str_list, ()),
     "modules": (_str_list, ()),
     "env": (_env, ()),
     "sbatch_args": (_sbatch_args, ()),
@@ -219,7 +238,7 @@ MATRIX_AXES: dict[str, Checker] = {
     "gpus_per_node": _int(1),
 }
 
-SECTIONS = ("sweep", "slurm", "workload", "matrix", "exclude")
+SECTIONS = ("cluster", "sweep", "slurm", "workload", "matrix", "exclude")
 
 
 def _unknown(where: str, key: str, valid: Any) -> ConfigError:
@@ -259,8 +278,24 @@ def _axis_values(name: str, raw: Any, where: str) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def parse(text: str, path: str = "<sweep>") -> SweepSpec:
-    """Validate TOML text into a SweepSpec. Raises ConfigError naming ``path: key``."""
+def _cluster(raw: Any, override: str | None, path: str, p: str) -> ClusterProfile | None:
+    from hpcbench import cluster
+
+    if override:
+        return cluster.load(override, path)
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return cluster.load(raw, path)
+    base = Path(path).resolve().parent
+    return cluster.from_table(raw, f"{p}cluster", f"{path}: [cluster]", base, "inline")
+
+
+def parse(text: str, path: str = "<sweep>", cluster: str | None = None) -> SweepSpec:
+    """Validate TOML text into a SweepSpec. Raises ConfigError naming ``path: key``.
+
+    ``cluster`` names a profile that replaces the sweep's own ``cluster`` key (``--cluster``).
+    """
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -274,7 +309,12 @@ def parse(text: str, path: str = "<sweep>") -> SweepSpec:
     if sweep["name"] is None:
         stem = Path(path).stem
         sweep["name"] = stem if _NAME_RE.match(stem) else "sweep"
+    profile = _cluster(raw.get("cluster"), cluster, path, p)
     slurm = _section(raw.get("slurm"), "slurm", SLURM_FIELDS, p)
+    if profile is not None:
+        from hpcbench.cluster import merge_slurm
+
+        slurm = merge_slurm(profile, raw.get("slurm") or {}, slurm)
     workload = _section(raw.get("workload"), "workload", WORKLOAD_FIELDS, p)
     matrix = _matrix(raw.get("matrix"), raw.get("exclude"), workload, p)
 
@@ -285,6 +325,7 @@ def parse(text: str, path: str = "<sweep>") -> SweepSpec:
         slurm=SlurmSettings(**slurm),
         workload=Workload(**workload),
         matrix=matrix,
+        cluster=profile,
     )
     _domain_rules(spec, raw.get("matrix"), p)
     return spec
@@ -342,7 +383,7 @@ def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
         raise _fail(where, "'nccl' needs workload.device = \"cuda\" (NCCL has no CPU path); use gloo or mpi on CPU")
 
 
-def load(path: str | Path) -> SweepSpec:
+def load(path: str | Path, cluster: str | None = None) -> SweepSpec:
     """Read and validate a sweep file."""
     path = Path(path)
     try:
@@ -351,7 +392,7 @@ def load(path: str | Path) -> SweepSpec:
         raise ConfigError(f"{path}: no such sweep file", hint="give the path of a .toml file, e.g. sweeps/local.toml") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read sweep file: {e}") from None
-    return parse(text, str(path))
+    return parse(text, str(path), cluster)
 
 
 def time_limit_seconds(limit: str) -> int:
