@@ -135,11 +135,15 @@ def _horovod_part(reasons: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-@lru_cache(maxsize=1)
-def detect() -> Capabilities:
-    """Probe this installation once per process (imports torch and horovod.torch)."""
+@lru_cache(maxsize=2)
+def detect(horovod: bool = True) -> Capabilities:
+    """Probe this installation once per process (imports torch, and horovod.torch unless ``horovod=False``)."""
     reasons: dict[str, str] = {}
-    found = {**_torch_part(reasons), **_horovod_part(reasons)}
+    found = _torch_part(reasons)
+    if horovod:
+        found.update(_horovod_part(reasons))
+    else:
+        reasons["horovod"] = "not probed"
     return Capabilities(python=platform.python_version(), reasons=reasons, **found)
 
 
@@ -149,7 +153,7 @@ def unavailable(framework: str, backend: str, device: str, caps: Capabilities | 
 
     ``devices=False`` checks only the software (for plan time on a login node without GPUs).
     """
-    caps = detect() if caps is None else caps
+    caps = detect(horovod=framework == "horovod") if caps is None else caps
     why = _software(framework, backend, device, caps)
     if why is None and device == "cuda" and devices and caps.cuda_devices < 1:
         why = "device 'cuda': torch sees no GPU on this node"
