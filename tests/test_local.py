@@ -39,5 +39,5 @@ def test_unavailable_backend_fails_fast_with_its_reason(cli, tmp_path):
     assert proc.returncode == 1
     [row] = list(csv.DictReader((tmp_path / "run" / "summary.csv").open()))
     assert row["state"] == "failed"
-    assert "BackendUnavailable: backend 'mpi': this torch was built without MPI support" in row["reason"]
+    assert "BackendUnavailable: DDP backend 'mpi': this torch is built without mpi" in row["reason"]
     assert "(+1 more ranks failed)" in row["reason"]
