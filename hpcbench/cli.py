@@ -92,6 +92,23 @@ def cmd_minicluster(args: argparse.Namespace) -> int:
     return rc
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from hpcbench import cluster, doctor
+
+    profile = cluster.load(args.cluster) if args.cluster else None
+    if profile is not None and not args.json:
+        _echo(f"cluster profile {profile.name} ({profile.source})")
+    findings = doctor.run(profile, Path(args.runs_root), job=not args.no_job, timeout_s=args.timeout,
+                          echo=None if args.json else _echo)
+    if args.json:
+        print(json.dumps(doctor.to_json(findings), indent=2))
+    else:
+        print(doctor.format_findings(findings), end="")
+    return 1 if any(f.fails for f in findings) else 0
+
+
 def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
     p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
     p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
@@ -135,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "csv"), default="table")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.set_defaults(func=cmd_summarize)
+
+    p = verb("doctor", "check this login node: Slurm, accounting, MPI plugins, modules, Python, shared run dir")
+    p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
+                   help="also check a cluster profile (partition, srun --mpi plugin, modules); default: $HPCBENCH_CLUSTER")
+    p.add_argument("--runs-root", default="runs", help="where run directories will go (default: runs)")
+    p.add_argument("--no-job", action="store_true",
+                   help="do not submit the probe job; judge the run directory by its filesystem type only")
+    p.add_argument("--timeout", type=float, default=120, help="seconds to wait for the probe job (default: 120)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(func=cmd_doctor)
 
     p = verb("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)")
     p.add_argument("action", choices=("up", "down", "status"))
