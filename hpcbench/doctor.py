@@ -64,7 +64,7 @@ def check_slurm() -> list[Finding]:
         return [Finding("slurm", "missing", f"not on PATH: {', '.join(missing)}",
                         "run on a Slurm login node (or load the site's slurm module); without Slurm use "
                         "--backend local", required=True)]
-    rc, version = _run(["sinfo", "--version"])
+    _, version = _run(["sinfo", "--version"])
     rc, ping = _run(["scontrol", "ping"])
     if rc != 0 or "UP" not in ping:
         out.append(Finding("slurm", "missing", f"{version}; slurmctld does not answer: {ping}",
@@ -113,8 +113,8 @@ def check_mpi(profile: ClusterProfile | None) -> Finding:
     if want and want not in names:
         return Finding("srun --mpi", "missing", f"profile asks for --mpi={want}; srun offers: {', '.join(names)}",
                        f"set mpi to one of {', '.join(names)} in {profile.source}", required=True)
-    rc, conf = _run(["scontrol", "show", "config"])
-    default = re.search(r"^MpiDefault\s*=\s*(\S+)", conf, re.M)
+    _, conf = _run(["scontrol", "show", "config"])
+    default = re.search(r"^MpiDefault\s*=\s*(\S+)", conf, re.MULTILINE)
     extra = f"; MpiDefault={default.group(1)}" if default else ""
     uses = f"; profile uses --mpi={want}" if want else ""
     return Finding("srun --mpi", "ok", f"plugins: {', '.join(names)}{extra}{uses}")
@@ -126,7 +126,7 @@ def check_partition(profile: ClusterProfile | None) -> Finding | None:
         return None
     rc, text = _run(["sinfo", "--noheader", "--partition", part, "--format=%P %a %D %l"])
     if rc != 0 or not text:
-        rc2, all_parts = _run(["sinfo", "--noheader", "--format=%P"])
+        _, all_parts = _run(["sinfo", "--noheader", "--format=%P"])
         return Finding("partition", "missing", f"partition {part!r} is not known to sinfo",
                        f"use one of: {' '.join(all_parts.split())} (in {profile.source})", required=True)
     name, avail, nodes, limit = text.split()[:4]

@@ -36,7 +36,7 @@ def test_doctor_reports_the_minicluster(cli, tmp_path, slurm_cluster):
         assert found["accounting"]["status"] == "ok"
 
     listed = sh("srun", "--mpi=list").stdout + sh("srun", "--mpi=list").stderr
-    plugins = re.findall(r"^\s+(\w+)\s*$", listed, re.M)
+    plugins = re.findall(r"^\s+(\w+)\s*$", listed, re.MULTILINE)
     assert "pmix" in plugins
     assert found["srun --mpi"]["status"] == "ok"
     assert all(p in found["srun --mpi"]["detail"] for p in plugins), (plugins, found["srun --mpi"])
