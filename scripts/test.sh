@@ -3,12 +3,13 @@
 # the local 2-node Slurm; then the whole suite; then the cluster is stopped again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod"
+APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod shellcheck"
 if [ "$(id -u)" = 0 ]; then
     missing=$(for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
     if [ -n "$missing" ]; then
         echo "== apt-get install $missing"
         apt-get update -qq
+        # shellcheck disable=SC2086  # one word per package
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
     fi
 else
