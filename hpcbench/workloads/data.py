@@ -98,8 +98,10 @@ def fetch(name: str, dest: str | Path) -> Path:
         for train in (True, False):
             cls(str(dest), train=train, download=True)
     except Exception as e:  # noqa: BLE001  urllib, socket and torchvision's own errors all mean "could not download"
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise DataFetchError(f"cannot download {name} into {dest}: {first}",
+        lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()] or [type(e).__name__]
+        # torchvision's message is "Error downloading X:" then one line per mirror; the last says why.
+        why = lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"
+        raise DataFetchError(f"cannot download {name} into {dest}: {why}",
                              hint="run 'hpcbench data fetch' on a login node with internet, "
                                   "then point workload.data_dir at the same folder") from None
     return dest
