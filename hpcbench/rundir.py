@@ -12,6 +12,7 @@
         exitcode          the launcher's exit status, written by the job script / local backend
         result.json       hpcbench.result/1, from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
+        provenance-rank<N>.json  hpcbench.provenance/1, from each rank (host, binding, versions, counters)
         submitit/         submitit's own folder, when that backend is used
 """
 
@@ -90,6 +91,13 @@ class PointPaths:
 
     def errors(self) -> list[Path]:
         return sorted(self.dir.glob("error-rank*.json"))
+
+    def provenance(self, rank: int) -> Path:
+        return self.dir / f"provenance-rank{rank}.json"
+
+    def provenances(self) -> list[Path]:
+        """Every rank's provenance file, in rank order."""
+        return sorted(self.dir.glob("provenance-rank*.json"), key=lambda p: int(p.stem.rpartition("rank")[2] or 0))
 
     def logs(self) -> list[Path]:
         """Every stdout/stderr file of the point, whichever backend wrote it."""
