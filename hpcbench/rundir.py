@@ -14,6 +14,7 @@
         error-rank<N>.json  hpcbench.error/1, from each failing rank
         timeline.json     Horovod timeline (workload.timeline = true)
         checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)
+        provenance-rank<N>.json  hpcbench.provenance/1, from each rank (host, binding, versions, counters)
         submitit/         submitit's own folder, when that backend is used
 """
 
@@ -100,6 +101,13 @@ class PointPaths:
 
     def errors(self) -> list[Path]:
         return sorted(self.dir.glob("error-rank*.json"))
+
+    def provenance(self, rank: int) -> Path:
+        return self.dir / f"provenance-rank{rank}.json"
+
+    def provenances(self) -> list[Path]:
+        """Every rank's provenance file, in rank order."""
+        return sorted(self.dir.glob("provenance-rank*.json"), key=lambda p: int(p.stem.rpartition("rank")[2] or 0))
 
     def logs(self) -> list[Path]:
         """Every stdout/stderr file of the point, whichever backend wrote it."""

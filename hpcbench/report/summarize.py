@@ -10,7 +10,7 @@ from hpcbench.rundir import RunDir, atomic_write_text
 from hpcbench.state import PointState, collect, live_states
 
 CSV_COLUMNS = (
-    "point_id", "label", "framework", "backend", "model", "batch_size", "nodes", "ranks_per_node", "world_size", "repeat",
+    "point_id", "label", "backend", "framework", "model", "batch_size", "nodes", "ranks_per_node", "world_size", "repeat",
     "state", "ok", "job_id", "step_time_ms", "throughput", "throughput_per_rank", "speedup", "efficiency",
     "nodes_seen", "reason",
 )
