@@ -92,6 +92,21 @@ def cmd_minicluster(args: argparse.Namespace) -> int:
     return rc
 
 
+def cmd_data(args: argparse.Namespace) -> int:
+    from hpcbench.workloads.data import fetch
+
+    dest = fetch(args.name, args.dest)
+    _echo(f"{args.name} is in {dest}; set workload.data = \"{args.name}\" and workload.data_dir = \"{dest}\"")
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from hpcbench.report.env import report
+
+    print(report(args.format), end="")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     import json
 
@@ -153,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.set_defaults(func=cmd_summarize)
 
+    p = verb("data", "real data sets for the training workload (jobs never download)")
+    p.add_argument("action", choices=("fetch",))
+    p.add_argument("name", choices=("mnist", "cifar10"))
+    p.add_argument("--dest", required=True, help="folder to download into; the sweep's workload.data_dir")
+    p.set_defaults(func=cmd_data)
+
     p = verb("doctor", "check this login node: Slurm, accounting, MPI plugins, modules, Python, shared run dir")
     p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
                    help="also check a cluster profile (partition, srun --mpi plugin, modules); default: $HPCBENCH_CLUSTER")
@@ -169,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p.add_argument("--dir", default=str(DEFAULT_DIR), help=f"state, config and logs (default: {DEFAULT_DIR})")
     p.set_defaults(func=cmd_minicluster)
+
+    p = verb("env", "what this node can run (torch.distributed, Horovod build) and its provenance")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_env)
     return ap
 
 

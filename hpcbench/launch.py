@@ -7,6 +7,7 @@ import shlex
 from hpcbench.plan import Point
 from hpcbench.spec import SlurmSettings
 from hpcbench.workloads.config import TrainConfig
+from hpcbench.workloads.frameworks import HOROVOD_MAP
 
 WORKLOAD_MODULE = {"train": "hpcbench.workloads.train"}
 
@@ -23,10 +24,10 @@ def rank_argv(point: Point, point_dir: str, python: str) -> list[str]:
     return [python, "-u", "-m", WORKLOAD_MODULE[point.kind], *TrainConfig.from_point(point, point_dir).to_argv()]
 
 
-def _srun(ntasks: int, per_node: int, slurm: SlurmSettings, cpu_bind: str) -> list[str]:
+def _srun(ntasks: int, per_node: int, cpu_bind: str, mpi: str | None) -> list[str]:
     argv = ["srun", f"--ntasks={ntasks}", f"--ntasks-per-node={per_node}"]
-    if slurm.mpi:
-        argv.append(f"--mpi={slurm.mpi}")
+    if mpi:
+        argv.append(f"--mpi={mpi}")
     return [*argv, f"--cpu-bind={cpu_bind}"]
 
 
@@ -60,8 +61,11 @@ def launcher_argv(point: Point, slurm: SlurmSettings, python: str = "python3") -
         return argv
     if slurm.launcher == "torchrun":
         # One torchrun per node; it starts the node's ranks, so Slurm must not bind that one task.
-        return [*_srun(point.nodes, 1, slurm, "none"), python, "-m", "torch.distributed.run",
+        return [*_srun(point.nodes, 1, "none", slurm.mpi), python, "-m", "torch.distributed.run",
                 f"--nnodes={point.nodes}", f"--nproc-per-node={point.ranks_per_node}", "--rdzv-backend=c10d",
                 Shell('--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"'), Shell('--rdzv-id="$SLURM_JOB_ID"'),
                 "--no-python"]
-    return _srun(point.world_size, point.ranks_per_node, slurm, slurm.cpu_bind)
+    mpi = slurm.mpi
+    if mpi is None and point.framework == "horovod" and HOROVOD_MAP[point.backend][0] == "mpi":
+        mpi = "pmix"  # Horovod's MPI controller: srun must wire up MPI (PMIx) for the ranks
+    return _srun(point.world_size, point.ranks_per_node, slurm.cpu_bind, mpi)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcbench import cluster, slurmcli
+from hpcbench import cluster, preflight, slurmcli
 from hpcbench.backends.base import Backend
 from hpcbench.errors import ConfigError, SchedulerError
 from hpcbench.plan import Point, expand
@@ -55,6 +55,7 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
                           hint="loosen an [[exclude]] entry")
     cluster.check(spec, points)
     python = spec.slurm.python or sys.executable
+    preflight.check(spec, points, python)
     root = opts.run_dir or RunDir.default_path(opts.runs_root, spec.sweep.name)
     rd = RunDir.create(root, spec.text, spec.sweep.name, points)
     for p in points:

@@ -1,11 +1,13 @@
 """The ready scripts in sbatch/: shellcheck-clean, documented, and really run on the local Slurm in CPU mode."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -32,7 +34,7 @@ def test_every_script_says_what_it_measures_and_what_to_edit(script):
     assert re.search(r"^#SBATCH --gpus-per-node=\d+$", head, re.MULTILINE)  # written for GPU sites
 
 
-def sbatch(tmp_path, script: str, *opts: str, **env: str) -> tuple[str, str]:
+def sbatch(tmp_path, script: str, *opts: str, **env: str) -> tuple[str, Path]:
     """``sbatch --wait`` from a scratch submit folder, CPU settings from the environment; (log text, run dir)."""
     runs = tmp_path / "runs"
     full = {**os.environ, "HPCBENCH_HOME": str(REPO), "RUNS_ROOT": str(runs), "HPCBENCH_DEVICE": "cpu",
@@ -47,17 +49,17 @@ def sbatch(tmp_path, script: str, *opts: str, **env: str) -> tuple[str, str]:
     assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\n--- log:\n{log[-4000:]}"
     # The Slurm output file in the submit folder points at the log.
     assert f"log in {run_dir / name}.log" in (tmp_path / f"{name}-{job}.out").read_text()
-    return log, str(run_dir)
+    return log, run_dir
 
 
 @pytest.mark.slurm
 def test_nccl_2node_falls_back_to_hpcbench_allreduce_and_prints_the_table(tmp_path, slurm_cluster):
-    log, run_dir = sbatch(tmp_path, "nccl_2node.sh", "--ntasks-per-node=1", MAX_BYTES="64K", ITERS="3",
+    log, _ = sbatch(tmp_path, "nccl_2node.sh", "--ntasks-per-node=1", MAX_BYTES="64K", ITERS="3",
                           WARMUP_ITERS="1", NCCL_TESTS_DIR=str(tmp_path / "none"))
     assert "# FALLBACK: all_reduce_perf not found" in log and "running hpcbench's allreduce benchmark instead" in log
     rows = [m.groups() for line in log.splitlines() if (m := ROW.match(line))]
     sizes = [int(r[0]) for r in rows]
-    assert sizes[0] == 8 and sizes[-1] == 64 * 1024 and all(b == 2 * a for a, b in zip(sizes, sizes[1:])), sizes
+    assert sizes[0] == 8 and sizes[-1] == 64 * 1024 and all(b == 2 * a for a, b in itertools.pairwise(sizes)), sizes
     assert all(float(r[7]) > 0 and r[8] in ("0", "0.0") for r in rows), rows
     assert re.search(r"^# Avg bus bandwidth\s*:\s*[\d.]+", log, re.MULTILINE)
     assert "node1" in log and "node2" in log
@@ -66,9 +68,9 @@ def test_nccl_2node_falls_back_to_hpcbench_allreduce_and_prints_the_table(tmp_pa
 @pytest.mark.slurm
 @pytest.mark.parametrize("backend, nodes, per_node", [("gloo", 1, 2), ("mpi", 2, 1)])
 def test_horovod_mnist_on_cpu(tmp_path, slurm_cluster, backend, nodes, per_node):
-    log, run_dir = sbatch(tmp_path, "horovod_mnist.sh", f"--nodes={nodes}", f"--ntasks-per-node={per_node}",
+    _, run_dir = sbatch(tmp_path, "horovod_mnist.sh", f"--nodes={nodes}", f"--ntasks-per-node={per_node}",
                           BACKEND=backend, BATCH_SIZE="8", STEPS="3", WARMUP_STEPS="1")
-    rec = json.loads((open(f"{run_dir}/result.json")).read())
+    rec = json.loads((run_dir / "result.json").read_text())
     assert rec["framework"] == "horovod" and rec["backend"] == backend and rec["world_size"] == nodes * per_node
     assert rec["throughput"] > 0
     assert sorted({r["slurm_node"] for r in rec["ranks"]}) == ["node1", "node2"][:nodes]
@@ -79,7 +81,7 @@ def test_ddp_cifar10_2node_on_cpu(tmp_path, slurm_cluster):
     log, run_dir = sbatch(tmp_path, "ddp_cifar10_2node.sh", DATA="synthetic", GPUS_PER_NODE="1", BATCH_SIZE="4",
                           STEPS="2", WARMUP_STEPS="1")
     assert "torch.distributed.run --nnodes=2 --nproc-per-node=1 --rdzv-backend=c10d" in log
-    rec = json.loads((open(f"{run_dir}/result.json")).read())
+    rec = json.loads((run_dir / "result.json").read_text())
     assert rec["model"] == "cifar_resnet18" and rec["backend"] == "gloo" and rec["throughput"] > 0
     # Ranks were started by torchrun, one per node: rank identity came from torchrun, not from srun's task id.
     assert sorted((r["slurm_node"], r["rank"]) for r in rec["ranks"]) == [("node1", 0), ("node2", 1)]

@@ -37,12 +37,11 @@ def versions() -> dict[str, str | None]:
 
     out: dict[str, str | None] = {"hpcbench": __version__, "python": platform.python_version(),
                                   "torch": torch.__version__}
-    try:
-        import torchvision
-
-        out["torchvision"] = torchvision.__version__
-    except ImportError:
-        out["torchvision"] = None
+    for mod in ("torchvision", "horovod"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except ImportError:
+            out[mod] = None
     nccl = torch.cuda.nccl.version() if torch.cuda.is_available() else None
     out["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else (str(nccl) if nccl else None)
     return out
