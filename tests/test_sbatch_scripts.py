@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,11 @@ def test_every_script_says_what_it_measures_and_what_to_edit(script):
 def sbatch(tmp_path, script: str, *opts: str, **env: str) -> tuple[str, Path]:
     """``sbatch --wait`` from a scratch submit folder, CPU settings from the environment; (log text, run dir)."""
     runs = tmp_path / "runs"
-    full = {**os.environ, "HPCBENCH_HOME": str(REPO), "RUNS_ROOT": str(runs), "HPCBENCH_DEVICE": "cpu",
-            "PYTHONPATH": str(REPO), **env}
+    # As a user would: `module load hpcbench` (from this checkout's modules/) puts the venv's python3 first.
+    full = {**os.environ, "RUNS_ROOT": str(runs), "HPCBENCH_DEVICE": "cpu", "MODULE_USE": str(REPO / "modules"),
+            "MODULES": "hpcbench", "HPCBENCH_PREFIX": os.path.dirname(os.path.dirname(sys.executable)),
+            "HPCBENCH_HOME": str(REPO), **env}
+    full.pop("PYTHON", None)
     proc = subprocess.run(["sbatch", "--wait", "--parsable", "--gpus-per-node=0", "--cpus-per-task=1", "--time=5",
                            *opts, str(REPO / "sbatch" / script)], cwd=tmp_path, env=full, capture_output=True,
                           text=True, timeout=600, check=False)
@@ -63,6 +67,7 @@ def test_nccl_2node_falls_back_to_hpcbench_allreduce_and_prints_the_table(tmp_pa
     assert all(float(r[7]) > 0 and r[8] in ("0", "0.0") for r in rows), rows
     assert re.search(r"^# Avg bus bandwidth\s*:\s*[\d.]+", log, re.MULTILINE)
     assert "node1" in log and "node2" in log
+    assert "# modules: hpcbench/0.1.0" in log
 
 
 @pytest.mark.slurm
