@@ -60,6 +60,17 @@ hpcb_srun_opts() {
     echo "--cpu-bind=$CPU_BIND"
 }
 
+# hpcb_bytes 1G: nccl-tests' size notation (K, M, G suffixes, powers of 1024) in bytes.
+hpcb_bytes() {
+    local n=${1%[KkMmGg]}
+    case $1 in
+        *[Kk]) echo $((n * 1024)) ;;
+        *[Mm]) echo $((n * 1024 * 1024)) ;;
+        *[Gg]) echo $((n * 1024 * 1024 * 1024)) ;;
+        *) echo "$n" ;;
+    esac
+}
+
 hpcb_die() {
     echo "hpcbench: $*" >&2
     exit 1

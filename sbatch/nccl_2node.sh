@@ -64,8 +64,11 @@ else
     BACKEND=nccl
     [ "$HPCBENCH_DEVICE" = cuda ] || BACKEND=gloo
     echo "# FALLBACK: $why; running hpcbench's allreduce benchmark instead (backend $BACKEND, device $HPCBENCH_DEVICE)"
+    NODES=${SLURM_JOB_NUM_NODES:-1}
+    PER_NODE=${SLURM_NTASKS_PER_NODE:-1}
     hpcb_run srun "${SRUN_OPTS[@]}" "$PYTHON" -u -m hpcbench.workloads.allreduce \
-        --out "$RUN_DIR" --backend "$BACKEND" --device "$HPCBENCH_DEVICE" \
-        --min-bytes "$MIN_BYTES" --max-bytes "$MAX_BYTES" --step-factor "$STEP_FACTOR" \
+        --out "$RUN_DIR" --point-id "job${SLURM_JOB_ID:-0}" --label "ddp-$BACKEND-allreduce-n${NODES}x${PER_NODE}" \
+        --framework ddp --backend "$BACKEND" --device "$HPCBENCH_DEVICE" --nodes "$NODES" --ranks-per-node "$PER_NODE" \
+        --min-bytes "$(hpcb_bytes "$MIN_BYTES")" --max-bytes "$(hpcb_bytes "$MAX_BYTES")" --step-factor "$STEP_FACTOR" \
         --iters "$ITERS" --warmup-iters "$WARMUP_ITERS"
 fi
