@@ -153,3 +153,26 @@ def test_job_loads_modules_on_local_slurm(cli, tmp_path, slurm_cluster):
     assert proc.returncode == 1
     err = "".join(p.read_text() for p in (tmp_path / "bad" / "points").glob("*/job-*.err"))
     assert "nosuchmodule/9" in err and "unknown" in err, err
+
+
+@pytest.mark.slurm
+def test_torchrun_launcher_runs_on_local_slurm(cli, tmp_path, slurm_cluster):
+    """launcher = "torchrun": one torchrun per node; ranks take their identity from torchrun, not srun."""
+    import json
+
+    sweep = write(tmp_path / "t.toml", '[slurm]\nlauncher = "torchrun"\ntime = "00:05:00"\n'
+                  "[workload]\nsteps = 2\nwarmup_steps = 1\n[matrix]\nnodes = [2]\nranks_per_node = [2]\n")
+    run = tmp_path / "run"
+    proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [point_dir] = (run / "points").iterdir()
+    assert "srun --ntasks=2 --ntasks-per-node=1 --cpu-bind=none" in (point_dir / "job.sh").read_text()
+    rec = json.loads((point_dir / "result.json").read_text())
+    # c10d rendezvous numbers the nodes in arrival order, so either node may hold ranks 0-1.
+    by_node = {}
+    for r in rec["ranks"]:
+        by_node.setdefault(r["slurm_node"], []).append((r["local_rank"], r["rank"]))
+    assert sorted(by_node) == ["node1", "node2"]
+    for ranks in by_node.values():
+        (l0, g0), (l1, g1) = sorted(ranks)
+        assert (l0, l1) == (0, 1) and g1 == g0 + 1 and g0 in (0, 2)
