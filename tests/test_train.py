@@ -151,7 +151,6 @@ def test_horovod_mpi_gloo_and_ddp_gloo_on_two_node_slurm(cli, tmp_path, slurm_cl
 [slurm]
 partition = "debug"
 time = "00:05:00"
-cpu_bind = "none"
 [workload]
 model = "mnist_cnn"
 batch_size = 8
@@ -182,6 +181,10 @@ backend = "mpi"
         assert rec["comm_time_s"] == pytest.approx(max(rec["mean_step_time_s"] - rec["compute_time_s"], 0))
         assert rec["gpu"] is None and rec["gpu_reason"] == "device is cpu"
         assert rec["lr"] == pytest.approx(0.01 * p.world_size) and rec["lr_scaled"]
+        # Every rank leaves its provenance, and the socket binding asked for is the one in effect.
+        assert rec["provenance"] == [f"provenance-rank{r}.json" for r in range(p.world_size)]
+        assert all((paths.dir / name).exists() for name in rec["provenance"])
+        assert rec["affinity_ok"] is True, rec["affinity_detail"]
         job = paths.job_script.read_text()
         if p.framework == "horovod":
             assert rec["versions"]["horovod"] == "0.28.1"
