@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from hpcbench.plan import Point
 from hpcbench.spec import SlurmSettings
-from hpcbench.workloads.config import TrainConfig
+from hpcbench.workloads.config import AllreduceConfig, RankConfig, TrainConfig
 
-WORKLOAD_MODULE = {"train": "hpcbench.workloads.train"}
+WORKLOAD_MODULE = {"train": "hpcbench.workloads.train", "allreduce": "hpcbench.workloads.allreduce"}
+WORKLOAD_CONFIG: dict[str, type[RankConfig]] = {"train": TrainConfig, "allreduce": AllreduceConfig}
 
 
 def rank_argv(point: Point, point_dir: str, python: str) -> list[str]:
     """What every rank runs: identical under srun, mpirun and the local backend."""
-    return [python, "-u", "-m", WORKLOAD_MODULE[point.kind], *TrainConfig.from_point(point, point_dir).to_argv()]
+    cfg = WORKLOAD_CONFIG[point.kind].from_point(point, point_dir)
+    return [python, "-u", "-m", WORKLOAD_MODULE[point.kind], *cfg.to_argv()]
+
+
+def needs_mpirun(point: Point) -> bool:
+    """Horovod's MPI controller calls MPI_Init, which needs ranks started by an MPI launcher."""
+    return point.framework == "horovod" and point.backend == "mpi"
 
 
 def launcher_argv(point: Point, slurm: SlurmSettings) -> list[str]:
     """The launcher prefix inside an allocation: one rank per GPU (or per requested CPU rank), socket binding."""
-    if slurm.launcher == "mpirun":
+    if slurm.launcher == "mpirun" or needs_mpirun(point):
         argv = ["mpirun", "-np", str(point.world_size)]
         if slurm.cpu_bind != "none":
             unit = slurm.cpu_bind.rstrip("s")  # sockets -> socket, cores -> core

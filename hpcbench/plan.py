@@ -31,6 +31,13 @@ class Point:
     warmup_steps: int
     lr: float
     repeat: int = 0
+    # kind = "allreduce" only (defaults elsewhere, and left out of the id, so training ids stay put)
+    min_bytes: int = 8
+    max_bytes: int = 1 << 30
+    step_factor: int = 2
+    dtype: str = "float32"
+    warmup_iters: int = 5
+    iters: int = 20
 
     @property
     def world_size(self) -> int:
@@ -59,8 +66,14 @@ def point_id(params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
+ALLREDUCE_PARAMS = ("min_bytes", "max_bytes", "step_factor", "dtype", "warmup_iters", "iters")
+
+
 def _label(p: dict[str, Any], repeats: int) -> str:
-    label = f"{p['backend']}-{p['model']}-b{p['batch_size']}-n{p['nodes']}x{p['ranks_per_node']}"
+    if p["kind"] == "allreduce":
+        label = f"{p['framework']}-{p['backend']}-allreduce-n{p['nodes']}x{p['ranks_per_node']}"
+    else:
+        label = f"{p['backend']}-{p['model']}-b{p['batch_size']}-n{p['nodes']}x{p['ranks_per_node']}"
     return f"{label}-r{p['repeat']}" if repeats > 1 else label
 
 
@@ -86,7 +99,7 @@ def expand(spec: SweepSpec) -> list[Point]:
                 "nodes": values["nodes"],
                 "ranks_per_node": rpn,
                 "gpus_per_node": rpn if w.device == "cuda" else 0,
-                "framework": w.framework,
+                "framework": values.get("framework", w.framework),
                 "kind": w.kind,
                 "device": w.device,
                 "data": w.data,
@@ -95,6 +108,8 @@ def expand(spec: SweepSpec) -> list[Point]:
                 "lr": w.lr,
                 "repeat": repeat,
             }
+            if w.kind == "allreduce":
+                params.update({k: getattr(w, k) for k in ALLREDUCE_PARAMS}, model="allreduce")
             points.append(Point(id=point_id(params), label=_label(params, spec.sweep.repeats), **params))
     return points
 

@@ -23,8 +23,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 BACKENDS = ("gloo", "mpi", "nccl", "oneccl")
-FRAMEWORKS = ("ddp",)
-KINDS = ("train",)
+FRAMEWORKS = ("ddp", "horovod", "none")
+KINDS = ("train", "allreduce")
 DEVICES = ("cpu", "cuda")
 LAUNCHERS = ("srun", "mpirun")
 DATA = ("synthetic",)
@@ -68,6 +68,13 @@ class Workload:
     steps: int = 20
     warmup_steps: int = 5
     lr: float = 0.01
+    # kind = "allreduce": message sizes min_bytes, min_bytes*step_factor, ... up to max_bytes
+    min_bytes: int = 8
+    max_bytes: int = 1 << 30
+    step_factor: int = 2
+    dtype: str = "float32"
+    warmup_iters: int = 5
+    iters: int = 20
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,31 @@ def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+# --- allreduce (kind = "allreduce") ---------------------------------------------------------------
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+_SIZE_RE = re.compile(r"^(\d+)\s*([KMGT]?)(i?B)?$", re.IGNORECASE)
+
+
+def parse_size(v: Any, where: str) -> int:
+    """Bytes from an integer or a string such as "64M" or "1G" (binary multiples, as nccl-tests' -b/-e)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+        return v
+    m = _SIZE_RE.match(v.strip()) if isinstance(v, str) else None
+    if not m or int(m.group(1)) < 1:
+        raise _fail(where, f"expected a size in bytes such as 8, \"64K\", \"1G\", got {_typename(v)} {v!r}")
+    return int(m.group(1)) << (10 * " KMGT".index((m.group(2) or " ").upper()))
+
+
+ALLREDUCE_FIELDS: dict[str, tuple[Checker, Any]] = {
+    "min_bytes": (parse_size, 8),
+    "max_bytes": (parse_size, 1 << 30),
+    "step_factor": (_int(2), 2),
+    "dtype": (_choice(DTYPES, "dtype"), "float32"),
+    "warmup_iters": (_int(0), 5),
+    "iters": (_int(1), 20),
+}
+
+
 SWEEP_FIELDS: dict[str, tuple[Checker, Any]] = {
     "name": (_str(_NAME_RE, "a name of letters, digits, '.', '_' and '-'"), None),
     "description": (_text, ""),
@@ -207,10 +239,12 @@ WORKLOAD_FIELDS: dict[str, tuple[Checker, Any]] = {
     "steps": (_int(1), 20),
     "warmup_steps": (_int(0), 5),
     "lr": (_float, 0.01),
+    **ALLREDUCE_FIELDS,
 }
 
 # Matrix axes: name -> checker for one value. Order here is the order of the plan table.
 MATRIX_AXES: dict[str, Checker] = {
+    "framework": _choice(FRAMEWORKS, "framework"),
     "backend": _choice(BACKENDS, "backend"),
     "model": _choice(tuple(MODELS), "model"),
     "batch_size": _int(1),
@@ -302,7 +336,7 @@ def _matrix(raw: Any, raw_excludes: Any, workload: dict[str, Any], p: str) -> Ma
     if "gpus_per_node" in raw and workload["device"] != "cuda":
         raise _fail(f"{p}matrix.gpus_per_node", 'needs workload.device = "cuda"; use ranks_per_node on CPU')
     defaults = {"nodes": 1, "ranks_per_node": 1, "backend": workload["backend"], "model": workload["model"],
-                "batch_size": workload["batch_size"]}
+                "batch_size": workload["batch_size"], "framework": workload["framework"]}
     axes = []
     for name in MATRIX_AXES:
         if name in raw:
@@ -332,6 +366,12 @@ def _excludes(raw: Any, p: str) -> tuple[dict[str, tuple[Any, ...]], ...]:
 
 
 def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
+    w = spec.workload
+    if w.kind == "allreduce" and w.min_bytes > w.max_bytes:
+        raise _fail(f"{p}workload.max_bytes", f"{w.max_bytes} is smaller than workload.min_bytes = {w.min_bytes}")
+    if w.kind == "allreduce" and "none" in dict(spec.matrix.axes)["framework"]:
+        where = "matrix.framework" if isinstance(raw_matrix, dict) and "framework" in raw_matrix else "workload.framework"
+        raise _fail(f"{p}{where}", "framework 'none' has no communication to measure; allreduce needs ddp or horovod")
     backends = dict(spec.matrix.axes)["backend"]
     if spec.workload.device == "cpu" and "nccl" in backends:
         # Name the key the user actually wrote: the matrix list, or the workload default.
