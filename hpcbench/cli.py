@@ -91,6 +91,14 @@ def cmd_minicluster(args: argparse.Namespace) -> int:
     return rc
 
 
+def cmd_data(args: argparse.Namespace) -> int:
+    from hpcbench.workloads.data import fetch
+
+    dest = fetch(args.name, args.dest)
+    _echo(f"{args.name} is in {dest}; set workload.data = \"{args.name}\" and workload.data_dir = \"{dest}\"")
+    return 0
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     from hpcbench.report.env import report
 
@@ -138,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "csv"), default="table")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.set_defaults(func=cmd_summarize)
+
+    p = verb("data", "real data sets for the training workload (jobs never download)")
+    p.add_argument("action", choices=("fetch",))
+    p.add_argument("name", choices=("mnist", "cifar10"))
+    p.add_argument("--dest", required=True, help="folder to download into; the sweep's workload.data_dir")
+    p.set_defaults(func=cmd_data)
 
     p = verb("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)")
     p.add_argument("action", choices=("up", "down", "status"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hpcbench.plan import Point
 from hpcbench.spec import SlurmSettings
 from hpcbench.workloads.config import AllreduceConfig, RankConfig, TrainConfig
+from hpcbench.workloads.frameworks import HOROVOD_MAP
 
 WORKLOAD_MODULE = {"train": "hpcbench.workloads.train", "allreduce": "hpcbench.workloads.allreduce"}
 WORKLOAD_CONFIG: dict[str, type[RankConfig]] = {"train": TrainConfig, "allreduce": AllreduceConfig}
@@ -16,19 +17,16 @@ def rank_argv(point: Point, point_dir: str, python: str) -> list[str]:
     return [python, "-u", "-m", WORKLOAD_MODULE[point.kind], *cfg.to_argv()]
 
 
-def needs_mpirun(point: Point) -> bool:
-    """Horovod's MPI controller calls MPI_Init, which needs ranks started by an MPI launcher."""
-    return point.framework == "horovod" and point.backend == "mpi"
-
-
 def launcher_argv(point: Point, slurm: SlurmSettings) -> list[str]:
     """The launcher prefix inside an allocation: one rank per GPU (or per requested CPU rank), socket binding."""
-    if slurm.launcher == "mpirun" or needs_mpirun(point):
+    if slurm.launcher == "mpirun":
         argv = ["mpirun", "-np", str(point.world_size)]
         if slurm.cpu_bind != "none":
             unit = slurm.cpu_bind.rstrip("s")  # sockets -> socket, cores -> core
             argv += ["--map-by", unit, "--bind-to", unit]
         return argv + ["-x", "NCCL_DEBUG"]
     argv = ["srun", f"--ntasks={point.world_size}", f"--ntasks-per-node={point.ranks_per_node}"]
+    if point.framework == "horovod" and HOROVOD_MAP[point.backend][0] == "mpi":
+        argv.append("--mpi=pmix")  # Horovod's MPI controller: srun must wire up MPI (PMIx) for the ranks
     argv.append(f"--cpu-bind={slurm.cpu_bind}")
     return argv

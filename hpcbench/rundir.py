@@ -12,6 +12,8 @@
         exitcode          the launcher's exit status, written by the job script / local backend
         result.json       hpcbench.result/1, from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
+        timeline.json     Horovod timeline (workload.timeline = true)
+        checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)
         provenance-rank<N>.json  hpcbench.provenance/1, from each rank (host, binding, versions, counters)
         submitit/         submitit's own folder, when that backend is used
 """
@@ -88,6 +90,14 @@ class PointPaths:
 
     def error(self, rank: int) -> Path:
         return self.dir / f"error-rank{rank}.json"
+
+    @property
+    def timeline(self) -> Path:  # Horovod's timeline (HOROVOD_TIMELINE), Chrome trace JSON
+        return self.dir / "timeline.json"
+
+    @property
+    def checkpoint(self) -> Path:  # written by rank 0 at the end when the sweep asks for it
+        return self.dir / "checkpoint.pt"
 
     def errors(self) -> list[Path]:
         return sorted(self.dir.glob("error-rank*.json"))

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import DATA, REPO, write
+from conftest import DATA, write
 
 from hpcbench.errors import ConfigError
 from hpcbench.plan import expand
@@ -46,7 +46,7 @@ def test_table_has_nccl_tests_layout():
     rows = [(10737418240, 2684354560, ar.Measured(90330.0, 0), ar.Measured(91945.0, 0))]
     ranks = [{"rank": 0, "local_rank": 0, "pid": 417, "bus": 0, "host": "node1", "device": "cpu"}]
     ours = ar.format_table(cfg, 16, ranks, rows, "torch.distributed backend=gloo").splitlines()
-    header = [i for i, line in enumerate(real) if "#wrong" in line][0]
+    header = next(i for i, line in enumerate(real) if "#wrong" in line)
     # The three column-header lines are nccl-tests' own, byte for byte (trailing blanks aside).
     assert [line.rstrip() for line in ours if line.startswith("#  ") and ("size" in line or "place" in line
             or "(B)" in line)] == [line.rstrip() for line in real[header - 1:header + 2]]
@@ -77,19 +77,22 @@ def test_allreduce_sweep_keys(tmp_path):
         parse('[workload]\nkind = "allreduce"\n[matrix]\nframework = ["ddp", "none"]\n', "a.toml")
 
 
-def test_unavailable_backend_is_an_error_record(cli, tmp_path):
-    # oneCCL is not built into this Horovod: the job ends at once with the reason, and never hangs.
+def test_unavailable_backend_is_rejected_at_plan_time_and_at_start(cli, tmp_path):
+    # oneCCL is not built into this Horovod: the planner refuses the point; where it cannot know the
+    # ranks' environment (modules), the job ends at once with the reason, and never hangs.
     from hpcbench.capabilities import detect
 
-    sweep = write(tmp_path / "ccl.toml", '[workload]\nkind = "allreduce"\nframework = "horovod"\nbackend = "oneccl"\n'
-                  'max_bytes = 64\n[matrix]\nranks_per_node = [2]\n')
+    if "ccl" in detect().horovod_tensor_ops:
+        pytest.skip("this Horovod has oneCCL operations: there is nothing to reject")
+    text = ('[workload]\nkind = "allreduce"\nframework = "horovod"\nbackend = "oneccl"\nmax_bytes = 64\n'
+            "[matrix]\nranks_per_node = [2]\n")
+    plan = cli("plan", str(write(tmp_path / "ccl.toml", text)), "--run-dir", str(tmp_path / "p"))
+    assert plan.returncode == 2
+    assert "horovod-oneccl-allreduce-n1x2: Horovod backend 'oneccl': this horovod" in plan.stderr
+    sweep = write(tmp_path / "ccl-mod.toml", "[slurm]\nmodules = ['oneccl']\n" + text)
     proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=300)
     [row] = list(csv.DictReader((tmp_path / "run" / "summary.csv").open()))
-    if "ccl" in detect().horovod_tensor_ops:
-        assert proc.returncode == 0 and row["state"] == "ok", row
-        return
-    assert proc.returncode == 1
-    assert row["state"] == "failed"
+    assert proc.returncode == 1 and row["state"] == "failed"
     assert "BackendUnavailable: Horovod backend 'oneccl': this horovod" in row["reason"]
     assert "built without ccl" in row["reason"]
     # The provenance of each rank was written before the check failed: the reason has its context.
@@ -149,12 +152,10 @@ backend = "mpi"
         for d in provs:
             assert d["schema"] == "hpcbench.provenance/1" and d["affinity"]["cpus"]
             assert d["affinity"]["matches"] is True, d["affinity"]
-            assert d["affinity"]["requested"].startswith("openmpi core" if p.backend == "mpi" else "slurm mask_cpu")
+            assert d["affinity"]["requested"].startswith("slurm mask_cpu")  # srun, --mpi=pmix for Horovod-mpi
             assert d["finished_at"] >= d["started_at"]
         assert rec.affinity_ok is True and "2/2 ranks match" in rec.affinity_detail
         out = "".join(f.read_text() for f in paths.logs() if f.suffix == ".out")
         assert "#       size         count      type   redop    root     time   algbw   busbw #wrong" in out
         assert "# Out of bounds values : 0 OK" in out and "# Avg bus bandwidth    : " in out
     assert seen == {("ddp", "gloo"), ("horovod", "gloo"), ("horovod", "mpi")}
-    if "mpirun" not in (REPO / "hpcbench" / "launch.py").read_text():
-        raise AssertionError("launch.py no longer starts Horovod-mpi under mpirun")

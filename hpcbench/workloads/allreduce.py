@@ -29,16 +29,8 @@ from typing import Any
 from hpcbench import provenance
 from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
 from hpcbench.schema import AllreduceRow, ResultRecord
-from hpcbench.workloads.common import (
-    check_world,
-    guarded_main,
-    horovod_finish,
-    horovod_init,
-    init_process_group,
-    rank_info,
-    require,
-    versions,
-)
+from hpcbench.workloads import frameworks
+from hpcbench.workloads.common import check_world, guarded_main, rank_info, require, versions
 from hpcbench.workloads.config import AllreduceConfig
 from hpcbench.workloads.distenv import DistEnv
 
@@ -70,26 +62,25 @@ def algbw(size: int, time_us: float) -> float:
 
 
 class Comm:
-    """The few operations the benchmark needs, over torch.distributed or Horovod."""
+    """The few operations the benchmark needs, on the same framework objects training uses."""
 
-    def __init__(self, framework: str, backend: str, env: DistEnv, timeout_s: int):
+    def __init__(self, cfg: AllreduceConfig, env: DistEnv):
         import torch
 
-        self.framework, self.env, self.timeout_s = framework, env, timeout_s
-        if framework == "horovod":
+        self.framework, self.env, self.torch = cfg.framework, env, torch
+        self.fw = frameworks.make(cfg, env)  # type: ignore[arg-type]  # a RankConfig with the same fields
+        if cfg.framework == "horovod":
             import horovod
 
-            self.hvd = hvd = horovod_init(backend, env, timeout_s)
+            self.hvd = hvd = self.fw.hvd  # type: ignore[attr-defined]
             controller = "mpi" if hvd.mpi_enabled() else "gloo" if hvd.gloo_enabled() else "unknown"
             ops = [f"{k}={v}" for k, v in os.environ.items() if k in ("HOROVOD_CPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS")]
             self.describe = f"horovod {horovod.__version__} controller={controller} {' '.join(ops)}"
         else:
             import torch.distributed as dist
 
-            init_process_group(backend, env, timeout_s)
             self.dist = dist
             self.describe = f"torch.distributed backend={dist.get_backend()}"
-        self.torch = torch
 
     def inplace(self, t: Any) -> None:
         if self.framework == "horovod":
@@ -112,17 +103,10 @@ class Comm:
         return float(t[0])
 
     def gather(self, obj: Any) -> list[Any]:
-        if self.framework == "horovod":
-            return list(self.hvd.allgather_object(obj))
-        out: list[Any] = [None] * self.env.world_size
-        self.dist.all_gather_object(out, obj)
-        return out
+        return self.fw.allgather(obj)
 
     def close(self) -> None:
-        if self.framework == "horovod":
-            horovod_finish(self.hvd, self.env, self.timeout_s)
-        else:
-            self.dist.destroy_process_group()
+        self.fw.close()
 
 
 @dataclass(frozen=True)
@@ -244,7 +228,7 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
             torch.cuda.synchronize()
 
     started = utcnow()
-    comm = Comm(cfg.framework, cfg.backend, env, cfg.timeout_s)
+    comm = Comm(cfg, env)
     try:
         rows = measure(comm, cfg, device, sync)
         doc = prov.finish()

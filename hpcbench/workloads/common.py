@@ -5,7 +5,6 @@ One place, so that the training and allreduce workloads fail, time out and repor
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import socket
@@ -13,7 +12,6 @@ import traceback
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from hpcbench import __version__
 from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
@@ -39,12 +37,11 @@ def versions() -> dict[str, str | None]:
 
     out: dict[str, str | None] = {"hpcbench": __version__, "python": platform.python_version(),
                                   "torch": torch.__version__}
-    try:
-        import torchvision
-
-        out["torchvision"] = torchvision.__version__
-    except ImportError:
-        out["torchvision"] = None
+    for mod in ("torchvision", "horovod"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except ImportError:
+            out[mod] = None
     nccl = torch.cuda.nccl.version() if torch.cuda.is_available() else None
     out["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else (str(nccl) if nccl else None)
     return out
@@ -98,108 +95,3 @@ def guarded_main(out: str, point_id: str, body: Callable[[DistEnv], int]) -> int
         write_error(out, point_id, rank, e)
         return 2 if isinstance(e, BackendUnavailable) else 1
 
-
-# --- Horovod -------------------------------------------------------------------------------------
-# Sweep backend -> (variable, value): which Horovod operations carry the tensors. The controller
-# (who coordinates) is MPI under mpirun and Gloo otherwise; see horovod_init.
-HOROVOD_OPS_ENV = {"mpi": ("HOROVOD_CPU_OPERATIONS", "mpi"), "gloo": ("HOROVOD_CPU_OPERATIONS", "gloo"),
-                   "oneccl": ("HOROVOD_CPU_OPERATIONS", "ccl"), "nccl": ("HOROVOD_GPU_OPERATIONS", "nccl")}
-_KEEP: list[Any] = []  # the rendezvous store and server must outlive hvd.init on rank 0
-
-
-def slot_plan(hosts: list[str]) -> list[Any]:
-    """Horovod SlotInfo for each rank, given the node each rank runs on (ranks in order)."""
-    from horovod.runner.common.util.hosts import SlotInfo
-
-    local_size = {h: hosts.count(h) for h in hosts}
-    order = list(dict.fromkeys(hosts))
-    seen: dict[str, int] = {}
-    plan = []
-    for rank, h in enumerate(hosts):
-        local = seen[h] = seen.get(h, -1) + 1
-        peers = [n for n in order if local_size[n] > local]  # the nodes that have a rank with this local rank
-        plan.append(SlotInfo(hostname=h, rank=rank, local_rank=local, cross_rank=peers.index(h), size=len(hosts),
-                             local_size=local_size[h], cross_size=len(peers)))
-    return plan
-
-
-def _iface_for(addr: str) -> str | None:
-    """The network interface this host uses to reach ``addr`` (Gloo needs a name, not an address)."""
-    import psutil
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.connect((addr, 9))  # no packet is sent: this only asks the kernel for the route
-        local = s.getsockname()[0]
-    return next((nic for nic, addrs in psutil.net_if_addrs().items() if any(a.address == local for a in addrs)), None)
-
-
-def _gloo_rendezvous(env: DistEnv, timeout_s: int) -> None:
-    """What ``horovodrun --gloo`` does, inside an allocation: rank 0 serves Horovod's HTTP rendezvous.
-
-    The plan (which rank on which node) and the server's port travel over a torch TCPStore at
-    MASTER_ADDR:MASTER_PORT, so every rank learns them without a fixed port or a shared file.
-    """
-    from torch.distributed import TCPStore
-
-    store = TCPStore(env.master_addr, env.master_port, env.world_size, env.rank == 0,
-                     timedelta(seconds=timeout_s), wait_for_workers=False)
-    _KEEP.append(store)
-    # Slurm node names, not host names: two slurmd on one host are still two nodes to Horovod.
-    store.set(f"hvd/host/{env.rank}", os.environ.get("SLURMD_NODENAME") or socket.gethostname())
-    if env.rank == 0:
-        from horovod.runner.http.http_server import RendezvousServer
-
-        hosts = [store.get(f"hvd/host/{r}").decode() for r in range(env.world_size)]
-        plan = slot_plan(hosts)
-        server = RendezvousServer()
-        port = server.start()
-        server.init(plan)
-        _KEEP.append(server)
-        for s in plan:
-            store.set(f"hvd/slot/{s.rank}", json.dumps(s.__dict__))
-        store.set("hvd/port", str(port))
-    slot = json.loads(store.get(f"hvd/slot/{env.rank}").decode())
-    os.environ.update({
-        "HOROVOD_GLOO_RENDEZVOUS_ADDR": env.master_addr, "HOROVOD_GLOO_RENDEZVOUS_PORT": store.get("hvd/port").decode(),
-        "HOROVOD_GLOO_TIMEOUT_SECONDS": str(timeout_s), "HOROVOD_HOSTNAME": slot["hostname"],
-        **{f"HOROVOD_{k.upper()}": str(slot[k]) for k in ("rank", "size", "local_rank", "local_size",
-                                                          "cross_rank", "cross_size")},
-    })
-    iface = os.environ.get("HOROVOD_GLOO_IFACE") or _iface_for(env.master_addr)
-    if iface:
-        os.environ["HOROVOD_GLOO_IFACE"] = iface
-
-
-def horovod_init(backend: str, env: DistEnv, timeout_s: int) -> Any:
-    """Start Horovod for ``backend``: MPI controller under mpirun, else Gloo with our own rendezvous."""
-    import horovod.torch as hvd
-
-    mpi_launched = env.launcher in ("openmpi", "pmi")
-    controller = "gloo" if backend == "gloo" or not mpi_launched else "mpi"
-    if backend == "mpi" and not mpi_launched and env.world_size > 1:
-        raise BackendUnavailable("Horovod backend 'mpi' needs ranks started by mpirun (MPI controller); "
-                                 "these were started without an MPI launcher")
-    var, value = HOROVOD_OPS_ENV[backend]
-    os.environ.update({"HOROVOD_CONTROLLER": controller, var: value})
-    if controller == "gloo":
-        _gloo_rendezvous(env, timeout_s)
-    hvd.init()
-    if hvd.size() != env.world_size or hvd.rank() != env.rank:
-        raise RuntimeError(f"Horovod sees rank {hvd.rank()} of {hvd.size()}, the launcher said "
-                           f"{env.rank} of {env.world_size}")
-    return hvd
-
-
-def horovod_finish(hvd: Any, env: DistEnv, timeout_s: int) -> None:
-    """Shut Horovod down; rank 0 keeps the rendezvous up until every rank has let go of it."""
-    hvd.shutdown()
-    store = next((k for k in _KEEP if hasattr(k, "wait")), None)
-    if store is None:
-        return
-    store.set(f"hvd/done/{env.rank}", "1")
-    if env.rank == 0:
-        store.wait([f"hvd/done/{r}" for r in range(env.world_size)], timedelta(seconds=timeout_s))
-        for k in _KEEP:
-            if hasattr(k, "stop"):
-                k.stop()
-    _KEEP.clear()

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from hpcbench.plan import Point
 
 
-class RankConfig:
-    """Round trip Point -> argv -> config, for any dataclass of str/int/float fields."""
+def _bool(text: str) -> bool:
+    if text not in ("True", "False"):
+        raise argparse.ArgumentTypeError(f"expected True or False, got {text!r}")
+    return text == "True"
 
-    out: str
-    point_id: str
+
+_PARSERS: dict[str, Any] = {"int": int, "float": float, "bool": _bool, "int | None": int}
+
+
+class RankConfig:
+    """Round trip Point -> argv -> config, for the dataclass of any workload."""
+
     prog = "python -m hpcbench.workloads"
 
     @classmethod
@@ -24,14 +31,17 @@ class RankConfig:
     def to_argv(self) -> list[str]:
         argv = []
         for f in fields(self):  # type: ignore[arg-type]
-            argv += [f"--{f.name.replace('_', '-')}", str(getattr(self, f.name))]
+            value = getattr(self, f.name)
+            if f.metadata.get("omit_default") and value == f.default:
+                continue
+            argv += [f"--{f.name.replace('_', '-')}", str(value)]
         return argv
 
     @classmethod
     def from_argv(cls, argv: list[str] | None) -> Any:
         ap = argparse.ArgumentParser(prog=cls.prog, description=f"One rank of an hpcbench point ({cls.__name__}).")
         for f in fields(cls):  # type: ignore[arg-type]
-            kind: Any = {"int": int, "float": float}.get(str(f.type), str)
+            kind: Any = _PARSERS.get(str(f.type), str)
             required = f.default is MISSING
             ap.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, required=required,
                             **({} if required else {"default": f.default}))
@@ -55,6 +65,15 @@ class TrainConfig(RankConfig):
     framework: str = "ddp"
     data: str = "synthetic"
     timeout_s: int = 600  # process-group timeout: a broken peer ends the job instead of hanging it
+    # Issue 3's keys: on the command line only when not at their default, so that job scripts of
+    # plain DDP points read as before.
+    data_dir: str | None = field(default=None, metadata={"omit_default": True})
+    scaling: str = field(default="weak", metadata={"omit_default": True})
+    global_batch_size: int | None = field(default=None, metadata={"omit_default": True})
+    lr_scaling: bool = field(default=True, metadata={"omit_default": True})
+    checkpoint: bool = field(default=False, metadata={"omit_default": True})
+    timeline: bool = field(default=False, metadata={"omit_default": True})
+    comm_split: bool = field(default=True, metadata={"omit_default": True})
 
     prog = "python -m hpcbench.workloads.train"
 
