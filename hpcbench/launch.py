@@ -6,10 +6,11 @@ import shlex
 
 from hpcbench.plan import Point
 from hpcbench.spec import SlurmSettings
-from hpcbench.workloads.config import TrainConfig
+from hpcbench.workloads.config import AllreduceConfig, RankConfig, TrainConfig
 from hpcbench.workloads.frameworks import HOROVOD_MAP
 
-WORKLOAD_MODULE = {"train": "hpcbench.workloads.train"}
+WORKLOAD_MODULE = {"train": "hpcbench.workloads.train", "allreduce": "hpcbench.workloads.allreduce"}
+WORKLOAD_CONFIG: dict[str, type[RankConfig]] = {"train": TrainConfig, "allreduce": AllreduceConfig}
 
 
 class Shell(str):
@@ -21,7 +22,8 @@ class Shell(str):
 
 def rank_argv(point: Point, point_dir: str, python: str) -> list[str]:
     """What every rank runs: identical under srun, mpirun and the local backend."""
-    return [python, "-u", "-m", WORKLOAD_MODULE[point.kind], *TrainConfig.from_point(point, point_dir).to_argv()]
+    cfg = WORKLOAD_CONFIG[point.kind].from_point(point, point_dir)
+    return [python, "-u", "-m", WORKLOAD_MODULE[point.kind], *cfg.to_argv()]
 
 
 def _srun(ntasks: int, per_node: int, cpu_bind: str, mpi: str | None) -> list[str]:

@@ -46,6 +46,13 @@ class Point:
     checkpoint: bool = False
     timeline: bool = False
     comm_split: bool = True
+    # kind = "allreduce" only (defaults elsewhere, and left out of the id, so training ids stay put)
+    min_bytes: int = 8
+    max_bytes: int = 1 << 30
+    step_factor: int = 2
+    dtype: str = "float32"
+    warmup_iters: int = 5
+    iters: int = 20
 
     @property
     def world_size(self) -> int:
@@ -75,9 +82,14 @@ def point_id(params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
+ALLREDUCE_PARAMS = ("min_bytes", "max_bytes", "step_factor", "dtype", "warmup_iters", "iters")
+
+
 def _label(p: dict[str, Any], repeats: int) -> str:
     label = f"{p['backend']}-{p['model']}-b{p['batch_size']}-n{p['nodes']}x{p['ranks_per_node']}"
-    if p["framework"] == "horovod":
+    if p["kind"] == "allreduce":
+        label = f"{p['framework']}-{p['backend']}-allreduce-n{p['nodes']}x{p['ranks_per_node']}"
+    elif p["framework"] == "horovod":
         label = f"hvd-{label}"
     elif p["framework"] == "none":  # the backend is "none" too
         label = label.removeprefix("none-")
@@ -128,6 +140,8 @@ def expand(spec: SweepSpec) -> list[Point]:
                 "timeline": w.timeline,
                 "comm_split": w.comm_split,
             }
+            if w.kind == "allreduce":
+                params.update({k: getattr(w, k) for k in ALLREDUCE_PARAMS}, model="allreduce")
             pid = point_id(params)
             if pid not in seen:  # framework none: one point whatever the backend axis says
                 seen.add(pid)

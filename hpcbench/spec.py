@@ -27,7 +27,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 BACKENDS = ("gloo", "mpi", "nccl", "oneccl")
 FRAMEWORKS = ("ddp", "horovod", "none")
-KINDS = ("train",)
+KINDS = ("train", "allreduce")
 DEVICES = ("cpu", "cuda")
 LAUNCHERS = ("srun", "mpirun", "horovodrun", "torchrun")
 DATA = ("synthetic", "mnist", "cifar10")
@@ -84,6 +84,13 @@ class Workload:
     checkpoint: bool = False  # rank 0 writes checkpoint.pt at the end
     timeline: bool = False  # Horovod timeline (HOROVOD_TIMELINE) into the point folder
     comm_split: bool = True  # also time the steps without gradient exchange (compute-only)
+    # kind = "allreduce": message sizes min_bytes, min_bytes*step_factor, ... up to max_bytes
+    min_bytes: int = 8
+    max_bytes: int = 1 << 30
+    step_factor: int = 2
+    dtype: str = "float32"
+    warmup_iters: int = 5
+    iters: int = 20
 
 
 @dataclass(frozen=True)
@@ -199,6 +206,31 @@ def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+# --- allreduce (kind = "allreduce") ---------------------------------------------------------------
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+_SIZE_RE = re.compile(r"^(\d+)\s*([KMGT]?)(i?B)?$", re.IGNORECASE)
+
+
+def parse_size(v: Any, where: str) -> int:
+    """Bytes from an integer or a string such as "64M" or "1G" (binary multiples, as nccl-tests' -b/-e)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+        return v
+    m = _SIZE_RE.match(v.strip()) if isinstance(v, str) else None
+    if not m or int(m.group(1)) < 1:
+        raise _fail(where, f"expected a size in bytes such as 8, \"64K\", \"1G\", got {_typename(v)} {v!r}")
+    return int(m.group(1)) << (10 * " KMGT".index((m.group(2) or " ").upper()))
+
+
+ALLREDUCE_FIELDS: dict[str, tuple[Checker, Any]] = {
+    "min_bytes": (parse_size, 8),
+    "max_bytes": (parse_size, 1 << 30),
+    "step_factor": (_int(2), 2),
+    "dtype": (_choice(DTYPES, "dtype"), "float32"),
+    "warmup_iters": (_int(0), 5),
+    "iters": (_int(1), 20),
+}
+
+
 SWEEP_FIELDS: dict[str, tuple[Checker, Any]] = {
     "name": (_str(_NAME_RE, "a name of letters, digits, '.', '_' and '-'"), None),
     "description": (_text, ""),
@@ -248,6 +280,7 @@ WORKLOAD_FIELDS: dict[str, tuple[Checker, Any]] = {
     "checkpoint": (_bool, False),
     "timeline": (_bool, False),
     "comm_split": (_bool, True),
+    **ALLREDUCE_FIELDS,
 }
 
 # Matrix axes: name -> checker for one value. Order here is the order of the plan table.
@@ -396,6 +429,12 @@ def _excludes(raw: Any, p: str) -> tuple[dict[str, tuple[Any, ...]], ...]:
 
 
 def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
+    w = spec.workload
+    if w.kind == "allreduce" and w.min_bytes > w.max_bytes:
+        raise _fail(f"{p}workload.max_bytes", f"{w.max_bytes} is smaller than workload.min_bytes = {w.min_bytes}")
+    if w.kind == "allreduce" and "none" in dict(spec.matrix.axes).get("framework", (w.framework,)):
+        where = "matrix.framework" if isinstance(raw_matrix, dict) and "framework" in raw_matrix else "workload.framework"
+        raise _fail(f"{p}{where}", "framework 'none' has no communication to measure; allreduce needs ddp or horovod")
     backends = dict(spec.matrix.axes)["backend"]
     if spec.workload.device == "cpu" and "nccl" in backends:
         # Name the key the user actually wrote: the matrix list, or the workload default.

@@ -94,3 +94,4 @@ def guarded_main(out: str, point_id: str, body: Callable[[DistEnv], int]) -> int
         traceback.print_exc()
         write_error(out, point_id, rank, e)
         return 2 if isinstance(e, BackendUnavailable) else 1
+
