@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2012  # ls | head picks one wheel file by a fixed name pattern
 # Sourced by test.sh after venv.sh (needs $VENV): make `import horovod.torch` work in $VENV.
 #
 # PyPI has no Horovod wheels, and the 0.28.1 sdist does not build against torch 2.x as shipped:
@@ -27,6 +28,7 @@ hpcbench_horovod_build() {
     grep -q 'CMAKE_CXX_STANDARD 20' "$src/horovod/torch/CMakeLists.txt" \
         || { echo "error: horovod sdist layout changed: CMAKE_CXX_STANDARD not found to patch" >&2; return 2; }
     if [ -x /usr/local/cuda/bin/nvcc ]; then
+        # shellcheck disable=SC2054  # 80,90 is one value: the list of compute capabilities
         cc_env=(CUDA_HOME=/usr/local/cuda CUDAToolkit_ROOT=/usr/local/cuda HOROVOD_BUILD_CUDA_CC_LIST=80,90
                 PATH="/usr/local/cuda/bin:$PATH")
     fi
@@ -73,6 +75,7 @@ hpcbench_horovod() {
         whl=$(ls "$HOROVOD_WHEEL_CACHE"/horovod-"$HOROVOD_VERSION"-"$tag"-*.whl | head -1)
     fi
     echo "== installing $whl"
+    # shellcheck disable=SC2086  # one word per package
     "$VENV/bin/python" -m pip install -q --no-deps "$whl" $HOROVOD_RUNTIME_DEPS 2>&1 | grep -v "^WARNING: Location" || true
     "$VENV/bin/python" -c "import horovod.torch as h; print('horovod', h.__version__, 'mpi', h.mpi_built(), 'gloo', h.gloo_built(), 'nccl', h.nccl_built())" \
         || { echo "error: horovod installed from $whl but does not import (stale cached wheel? delete it)" >&2; return 2; }
