@@ -156,8 +156,8 @@ def violations(spec: SweepSpec, points: list[Point]) -> list[str]:
         if c.max_nodes is not None and p.nodes > c.max_nodes:
             why.append(f"nodes = {p.nodes} exceeds max_nodes = {c.max_nodes}")
         if c.max_gpus_per_node is not None and p.gpus_per_node > c.max_gpus_per_node:
-            have = "has no GPUs" if c.max_gpus_per_node == 0 else f"max_gpus_per_node = {c.max_gpus_per_node}"
-            why.append(f"gpus_per_node = {p.gpus_per_node} but the cluster {have}")
+            why.append(f"gpus_per_node = {p.gpus_per_node} " + ("but the cluster has no GPUs" if c.max_gpus_per_node == 0
+                       else f"exceeds max_gpus_per_node = {c.max_gpus_per_node}"))
         cpus = p.ranks_per_node * spec.slurm.cpus_per_task
         if c.max_cpus_per_node is not None and cpus > c.max_cpus_per_node:
             why.append(f"ranks_per_node x cpus_per_task = {p.ranks_per_node} x {spec.slurm.cpus_per_task} = {cpus} "

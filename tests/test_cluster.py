@@ -176,3 +176,18 @@ def test_torchrun_launcher_runs_on_local_slurm(cli, tmp_path, slurm_cluster):
     for ranks in by_node.values():
         (l0, g0), (l1, g1) = sorted(ranks)
         assert (l0, l1) == (0, 1) and g1 == g0 + 1 and g0 in (0, 2)
+
+
+def test_example_gpu_limits(tmp_path):
+    from hpcbench.cluster import violations
+
+    spec = _spec(tmp_path, 'cluster = "example-gpu"\n[workload]\ndevice = "cuda"\nbackend = "nccl"\n'
+                 "[matrix]\nnodes = [16, 32]\ngpus_per_node = [8, 16]\n")
+    gpus = "gpus_per_node = 16 exceeds max_gpus_per_node = 8"
+    cpus = "ranks_per_node x cpus_per_task = 16 x 8 = 128 exceeds max_cpus_per_node = 64"
+    nodes = "nodes = 32 exceeds max_nodes = 16"
+    assert violations(spec, expand(spec)) == [
+        f"point nccl-mlp-b32-n16x16: {gpus}; {cpus}",
+        f"point nccl-mlp-b32-n32x8: {nodes}",
+        f"point nccl-mlp-b32-n32x16: {nodes}; {gpus}; {cpus}",
+    ]
