@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -29,7 +30,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     opts = SweepOptions(backend=args.backend, dry_run=args.dry_run, wait=args.wait,
                         run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
                         poll_s=args.poll)
-    spec = spec_mod.load(args.file)
+    spec = spec_mod.load(args.file, args.cluster)
     backend = None if opts.dry_run else make_backend(opts.backend)
     if backend is not None:
         backend.check(spec)
@@ -102,11 +103,45 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     return check_command(args.files, gpu=args.gpu, provenance=args.provenance, fmt=args.format)
 
+def cmd_data(args: argparse.Namespace) -> int:
+    from hpcbench.workloads.data import fetch
+
+    dest = fetch(args.name, args.dest)
+    _echo(f"{args.name} is in {dest}; set workload.data = \"{args.name}\" and workload.data_dir = \"{dest}\"")
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from hpcbench.report.env import report
+
+    print(report(args.format), end="")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from hpcbench import cluster, doctor
+
+    profile = cluster.load(args.cluster) if args.cluster else None
+    if profile is not None and not args.json:
+        _echo(f"cluster profile {profile.name} ({profile.source})")
+    findings = doctor.run(profile, Path(args.runs_root), job=not args.no_job, timeout_s=args.timeout,
+                          echo=None if args.json else _echo)
+    if args.json:
+        print(json.dumps(doctor.to_json(findings), indent=2))
+    else:
+        print(doctor.format_findings(findings), end="")
+    return 1 if any(f.fails for f in findings) else 0
+
 
 def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
     p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
     p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
     p.add_argument("--runs-root", default="runs", help="where timestamped run directories go (default: runs)")
+    p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
+                   help="cluster profile (clusters/NAME.toml or a path) in place of the sweep's own; "
+                        "default: $HPCBENCH_CLUSTER")
     if with_submit:
         from hpcbench.runner import BACKEND_CHOICES
 
@@ -157,12 +192,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("json", "table"), default="table")
     p.set_defaults(func=cmd_check)
 
+    p = verb("data", "real data sets for the training workload (jobs never download)")
+    p.add_argument("action", choices=("fetch",))
+    p.add_argument("name", choices=("mnist", "cifar10"))
+    p.add_argument("--dest", required=True, help="folder to download into; the sweep's workload.data_dir")
+    p.set_defaults(func=cmd_data)
+
+    p = verb("doctor", "check this login node: Slurm, accounting, MPI plugins, modules, Python, shared run dir")
+    p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
+                   help="also check a cluster profile (partition, srun --mpi plugin, modules); default: $HPCBENCH_CLUSTER")
+    p.add_argument("--runs-root", default="runs", help="where run directories will go (default: runs)")
+    p.add_argument("--no-job", action="store_true",
+                   help="do not submit the probe job; judge the run directory by its filesystem type only")
+    p.add_argument("--timeout", type=float, default=120, help="seconds to wait for the probe job (default: 120)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(func=cmd_doctor)
+
     p = verb("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)")
     p.add_argument("action", choices=("up", "down", "status"))
     from hpcbench.minicluster import DEFAULT_DIR
 
     p.add_argument("--dir", default=str(DEFAULT_DIR), help=f"state, config and logs (default: {DEFAULT_DIR})")
     p.set_defaults(func=cmd_minicluster)
+
+    p = verb("env", "what this node can run (torch.distributed, Horovod build) and its provenance")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_env)
     return ap
 
 

@@ -7,10 +7,42 @@ from functools import lru_cache
 from typing import Any
 
 from hpcbench import __version__
-from hpcbench.launch import launcher_argv, rank_argv
+from hpcbench.launch import Shell, launcher_argv, launcher_prelude, rank_argv
 from hpcbench.plan import Point
 from hpcbench.rundir import PointPaths
-from hpcbench.spec import SweepSpec
+from hpcbench.spec import SlurmSettings, SweepSpec
+
+# Batch shells are not login shells: the module command may be missing. The init files are not
+# written for `set -u`, hence the +u around them.
+MODULE_INIT = (
+    "if ! type module >/dev/null 2>&1; then",
+    "    for f in /etc/profile.d/lmod.sh /usr/share/lmod/lmod/init/bash /etc/profile.d/modules.sh; do",
+    '        if [ -r "$f" ]; then set +u; . "$f"; set -u; break; fi',
+    "    done",
+    "fi",
+)
+
+
+def _q(v: object) -> str:
+    return v if isinstance(v, Shell) else shlex.quote(str(v))
+
+
+def setup_lines(slurm: SlurmSettings) -> list[str]:
+    """The job's environment set-up, shared by the sbatch template and submitit: modules, then exports."""
+    lines: list[str] = []
+    if slurm.modules or slurm.module_use:
+        lines += [*MODULE_INIT, "set -e  # a module that does not load must stop the job before it runs in the wrong environment"]
+        lines += [f"module use {_q(d)}" for d in slurm.module_use]
+        lines += [f"module load {_q(m)}" for m in slurm.modules]
+        lines += ["set +e", ""]
+    lines += ["export NCCL_DEBUG=INFO", 'export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"']
+    lines += [f"export {k}={_q(v)}" for k, v in slurm.env]
+    return lines
+
+
+def gpu_request(slurm: SlurmSettings, gpus: int) -> str:
+    """The sbatch option that asks for the GPUs, in the site's gres syntax when its profile gives one."""
+    return f"--gres={slurm.gres.format(gpus=gpus)}" if slurm.gres else f"--gpus-per-node={gpus}"
 
 
 @lru_cache(maxsize=1)
@@ -25,8 +57,8 @@ def _env() -> Any:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters["q"] = lambda v: shlex.quote(str(v))
-    env.filters["join_q"] = lambda argv: " ".join(shlex.quote(str(a)) for a in argv)
+    env.filters["q"] = _q
+    env.filters["join_q"] = lambda argv: " ".join(_q(a) for a in argv)
     return env
 
 
@@ -49,6 +81,9 @@ def render_job(spec: SweepSpec, point: Point, paths: PointPaths, python: str) ->
         job_name=job_name(spec, point),
         paths=paths,
         version=__version__,
-        launcher=launcher_argv(point, spec.slurm),
+        setup=setup_lines(spec.slurm),
+        gpu_request=gpu_request(spec.slurm, point.gpus_per_node),
+        prelude=launcher_prelude(point, spec.slurm, python),
+        launcher=launcher_argv(point, spec.slurm, python),
         rank_lines=_argv_lines(rank_argv(point, str(paths.dir), python)),
     )

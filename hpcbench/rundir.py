@@ -12,6 +12,9 @@
         exitcode          the launcher's exit status, written by the job script / local backend
         result.json       hpcbench.result/1, from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
+        timeline.json     Horovod timeline (workload.timeline = true)
+        checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)
+        provenance-rank<N>.json  hpcbench.provenance/1, from each rank (host, binding, versions, counters)
         submitit/         submitit's own folder, when that backend is used
 """
 
@@ -88,8 +91,23 @@ class PointPaths:
     def error(self, rank: int) -> Path:
         return self.dir / f"error-rank{rank}.json"
 
+    @property
+    def timeline(self) -> Path:  # Horovod's timeline (HOROVOD_TIMELINE), Chrome trace JSON
+        return self.dir / "timeline.json"
+
+    @property
+    def checkpoint(self) -> Path:  # written by rank 0 at the end when the sweep asks for it
+        return self.dir / "checkpoint.pt"
+
     def errors(self) -> list[Path]:
         return sorted(self.dir.glob("error-rank*.json"))
+
+    def provenance(self, rank: int) -> Path:
+        return self.dir / f"provenance-rank{rank}.json"
+
+    def provenances(self) -> list[Path]:
+        """Every rank's provenance file, in rank order."""
+        return sorted(self.dir.glob("provenance-rank*.json"), key=lambda p: int(p.stem.rpartition("rank")[2] or 0))
 
     def logs(self) -> list[Path]:
         """Every stdout/stderr file of the point, whichever backend wrote it."""

@@ -89,6 +89,11 @@ class AllreduceRow:
     algbw_gbps: float  # GB/s = size / time
     busbw_gbps: float  # algbw * 2 (n-1) / n
     wrong: int  # elements that differ from the expected sum
+    # The same, out of place (Horovod's allreduce; torch.distributed: copy + in-place). The fields above are in place.
+    oop_time_us: float | None = None
+    oop_algbw_gbps: float | None = None
+    oop_busbw_gbps: float | None = None
+    oop_wrong: int | None = None
 
 
 @dataclass(frozen=True)

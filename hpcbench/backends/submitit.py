@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 import math
-import shlex
 from typing import Any
 
 from hpcbench.backends.base import Backend
 from hpcbench.errors import ConfigError, SchedulerError
 from hpcbench.launch import WORKLOAD_MODULE
 from hpcbench.plan import Point
-from hpcbench.render import job_name
+from hpcbench.render import job_name, setup_lines
 from hpcbench.rundir import PointPaths
 from hpcbench.spec import SweepSpec, time_limit_seconds
 from hpcbench.workloads.config import TrainConfig
@@ -52,9 +51,7 @@ class SubmititBackend(Backend):
             raise SchedulerError("submitit is not installed", hint="pip install submitit, or use --backend sbatch") from None
         s = spec.slurm
         ex = submitit.SlurmExecutor(folder=paths.submitit_dir, max_num_timeout=0, python=python)
-        setup = [f"module load {shlex.quote(m)}" for m in s.modules]
-        setup += ["export NCCL_DEBUG=INFO", 'export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"']
-        setup += [f"export {k}={shlex.quote(v)}" for k, v in s.env]
+        setup = [line for line in setup_lines(s) if line]
         params: dict[str, Any] = dict(
             job_name=job_name(spec, point),
             nodes=point.nodes,
@@ -62,13 +59,15 @@ class SubmititBackend(Backend):
             cpus_per_task=s.cpus_per_task,
             time=max(1, math.ceil(time_limit_seconds(s.time) / 60)),
             setup=setup,
-            srun_args=[f"--cpu-bind={s.cpu_bind}"],
+            srun_args=[*([f"--mpi={s.mpi}"] if s.mpi else []), f"--cpu-bind={s.cpu_bind}"],
             additional_parameters=_sbatch_args(s.sbatch_args),
         )
-        for key in ("partition", "account", "mem"):
+        for key in ("partition", "account", "qos", "mem"):
             if getattr(s, key):
                 params[key] = getattr(s, key)
-        if point.gpus_per_node:
+        if point.gpus_per_node and s.gres:
+            params["gres"] = s.gres.format(gpus=point.gpus_per_node)
+        elif point.gpus_per_node:
             params["gpus_per_node"] = point.gpus_per_node
         ex.update_parameters(**params)
         argv = TrainConfig.from_point(point, str(paths.dir)).to_argv()

@@ -10,20 +10,20 @@ from hpcbench.rundir import RunDir, atomic_write_text
 from hpcbench.state import PointState, collect, live_states
 
 CSV_COLUMNS = (
-    "point_id", "label", "backend", "model", "batch_size", "nodes", "ranks_per_node", "world_size", "repeat",
+    "point_id", "label", "backend", "framework", "model", "batch_size", "nodes", "ranks_per_node", "world_size", "repeat",
     "state", "ok", "job_id", "step_time_ms", "throughput", "throughput_per_rank", "speedup", "efficiency",
     "nodes_seen", "reason",
 )
-TABLE_COLUMNS = ("backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
+TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
                  "throughput", "speedup", "efficiency", "reason")
-TABLE_HEADERS = ("backend", "model", "nodes", "ranks/node", "ranks", "state", "step ms", "samples/s",
+TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks", "state", "step ms", "samples/s",
                  "speedup", "efficiency", "reason")
 
 
 def _row(s: PointState) -> dict[str, Any]:
     p, r = s.point, s.result
     return {
-        "point_id": p.id, "label": p.label, "backend": p.backend, "model": p.model, "batch_size": p.batch_size,
+        "point_id": p.id, "label": p.label, "framework": p.framework, "backend": p.backend, "model": p.model, "batch_size": p.batch_size,
         "nodes": p.nodes, "ranks_per_node": p.ranks_per_node, "world_size": p.world_size, "repeat": p.repeat,
         "state": s.state, "ok": s.ok, "job_id": s.job_id,
         "step_time_ms": r.mean_step_time_s * 1e3 if r else None,
@@ -35,14 +35,14 @@ def _row(s: PointState) -> dict[str, Any]:
 
 
 def summary_rows(states: list[PointState]) -> list[dict[str, Any]]:
-    """Rows with speedup = throughput / throughput of the 1-rank point of the same backend, model and batch."""
+    """Rows with speedup = throughput / throughput of the 1-rank point of the same framework, backend, model and batch."""
     import pandas as pd
 
     rows = [_row(s) for s in states]
     if not rows:
         return []
     df = pd.DataFrame(rows)
-    key = ["backend", "model", "batch_size"]
+    key = ["framework", "backend", "model", "batch_size"]
     ok = df[df.ok & (df.world_size == 1)]
     base = ok.groupby(key)["throughput"].mean().rename("baseline")
     df = df.merge(base, left_on=key, right_index=True, how="left")

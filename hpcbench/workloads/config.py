@@ -1,16 +1,55 @@
-"""TrainConfig: the dataclass behind the rank command line (the CLI is a thin layer over it)."""
+"""Rank configs: the dataclasses behind each workload's command line (the CLI is a thin layer over them)."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from hpcbench.plan import Point
 
 
+def _bool(text: str) -> bool:
+    if text not in ("True", "False"):
+        raise argparse.ArgumentTypeError(f"expected True or False, got {text!r}")
+    return text == "True"
+
+
+_PARSERS: dict[str, Any] = {"int": int, "float": float, "bool": _bool, "int | None": int}
+
+
+class RankConfig:
+    """Round trip Point -> argv -> config, for the dataclass of any workload."""
+
+    prog = "python -m hpcbench.workloads"
+
+    @classmethod
+    def from_point(cls, p: Point, out: str) -> Any:
+        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(out=out, point_id=p.id, **{k: v for k, v in p.to_dict().items() if k in names and k != "out"})
+
+    def to_argv(self) -> list[str]:
+        argv = []
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.metadata.get("omit_default") and value == f.default:
+                continue
+            argv += [f"--{f.name.replace('_', '-')}", str(value)]
+        return argv
+
+    @classmethod
+    def from_argv(cls, argv: list[str] | None) -> Any:
+        ap = argparse.ArgumentParser(prog=cls.prog, description=f"One rank of an hpcbench point ({cls.__name__}).")
+        for f in fields(cls):  # type: ignore[arg-type]
+            kind: Any = _PARSERS.get(str(f.type), str)
+            required = f.default is MISSING
+            ap.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, required=required,
+                            **({} if required else {"default": f.default}))
+        return cls(**vars(ap.parse_args(argv)))
+
+
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(RankConfig):
     out: str  # the point's folder
     point_id: str
     label: str
@@ -26,25 +65,35 @@ class TrainConfig:
     framework: str = "ddp"
     data: str = "synthetic"
     timeout_s: int = 600  # process-group timeout: a broken peer ends the job instead of hanging it
+    # Issue 3's keys: on the command line only when not at their default, so that job scripts of
+    # plain DDP points read as before.
+    data_dir: str | None = field(default=None, metadata={"omit_default": True})
+    scaling: str = field(default="weak", metadata={"omit_default": True})
+    global_batch_size: int | None = field(default=None, metadata={"omit_default": True})
+    lr_scaling: bool = field(default=True, metadata={"omit_default": True})
+    checkpoint: bool = field(default=False, metadata={"omit_default": True})
+    timeline: bool = field(default=False, metadata={"omit_default": True})
+    comm_split: bool = field(default=True, metadata={"omit_default": True})
 
-    @classmethod
-    def from_point(cls, p: Point, out: str) -> TrainConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(out=out, point_id=p.id, **{k: v for k, v in p.to_dict().items() if k in names and k != "out"})
+    prog = "python -m hpcbench.workloads.train"
 
-    def to_argv(self) -> list[str]:
-        argv = []
-        for f in fields(self):
-            argv += [f"--{f.name.replace('_', '-')}", str(getattr(self, f.name))]
-        return argv
 
-    @classmethod
-    def from_argv(cls, argv: list[str] | None) -> TrainConfig:
-        ap = argparse.ArgumentParser(prog="python -m hpcbench.workloads.train",
-                                     description="One rank of an hpcbench training point.")
-        for f in fields(cls):
-            kind: Any = {"int": int, "float": float}.get(str(f.type), str)
-            required = f.default is MISSING
-            ap.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, required=required,
-                            **({} if required else {"default": f.default}))
-        return cls(**vars(ap.parse_args(argv)))
+@dataclass(frozen=True)
+class AllreduceConfig(RankConfig):
+    out: str
+    point_id: str
+    label: str
+    framework: str
+    backend: str
+    device: str
+    nodes: int
+    ranks_per_node: int
+    min_bytes: int = 8
+    max_bytes: int = 1 << 30
+    step_factor: int = 2
+    dtype: str = "float32"
+    warmup_iters: int = 5
+    iters: int = 20
+    timeout_s: int = 300  # start-up and collective timeout: a missing peer ends the job instead of hanging it
+
+    prog = "python -m hpcbench.workloads.allreduce"
