@@ -4,7 +4,8 @@
       sweep.toml          the sweep file as it was read
       plan.json           the expanded points (hpcbench.plan/1)
       ledger.jsonl        one line per event: submitted, finished (hpcbench.ledger/1)
-      summary.csv         written by summarize
+      summary.csv         written by summarize (one row per point x repeat)
+      report/             summarize's report.md, plots, records.csv / records.json
       points/<label>-<id>/
         point.json        the point's parameters
         job.sh            the rendered job script (runnable with sbatch by hand)
@@ -12,6 +13,7 @@
         exitcode          the launcher's exit status, written by the job script / local backend
         result.json       hpcbench.result/1, from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
+        provenance-rank<N>.json  hpcbench.provenance/1, from each rank
         submitit/         submitit's own folder, when that backend is used
 """
 
@@ -91,6 +93,10 @@ class PointPaths:
     def errors(self) -> list[Path]:
         return sorted(self.dir.glob("error-rank*.json"))
 
+    def provenances(self) -> list[Path]:
+        """provenance-rank<N>.json of every rank that wrote one (hpcbench.provenance/1)."""
+        return sorted(self.dir.glob("provenance-rank*.json"))
+
     def logs(self) -> list[Path]:
         """Every stdout/stderr file of the point, whichever backend wrote it."""
         own = list(self.dir.glob("job-*.out")) + list(self.dir.glob("job-*.err"))
@@ -106,6 +112,7 @@ class RunDir:
     plan_json = property(lambda self: self.root / "plan.json")
     ledger = property(lambda self: self.root / "ledger.jsonl")
     summary_csv = property(lambda self: self.root / "summary.csv")
+    report_dir = property(lambda self: self.root / "report")  # summarize's default --out
     points_root = property(lambda self: self.root / "points")
 
     def point(self, p: Point) -> PointPaths:
