@@ -58,7 +58,7 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
         elif path.is_dir():
             files = sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in LOG_SUFFIXES)
             if not files:
-                raise ConfigError(f"{path}: neither a run directory (no plan.json) nor a folder of logs "
+                raise ConfigError(f"{path}: not an hpcbench run directory (no plan.json), nor a folder of logs "
                                   f"({', '.join(LOG_SUFFIXES)})", hint="give a run directory or log files")
             for f in files:
                 out.samples += log_samples(f, out.notes)

@@ -69,13 +69,15 @@ class Sample:
         return f"{self.framework}-{self.backend} {self.model}"
 
 
-# The tidy CSV / JSON: one row per point x repeat. The first columns are those of the old summary.csv.
+# The tidy CSV / JSON: one row per point x repeat. The first columns are the old summary.csv's, in order.
 TIDY_COLUMNS = (
-    "point_id", "label", "framework", "backend", "model", "kind", "device", "scaling", "batch_size",
-    "global_batch_size", "nodes", "ranks_per_node", "world_size", "repeat", "cluster", "state", "ok", "job_id",
-    "step_time_ms", "step_time_ci95_ms", "throughput", "throughput_ci95", "throughput_per_rank", "speedup",
-    "efficiency", "comm_time_ms", "compute_time_ms", "comm_fraction", "gpu_util_mean", "gpu_util_min",
-    "affinity_ok", "nodes_seen", "source", "inferred", "reason",
+    "point_id", "label", "backend", "model", "batch_size", "nodes", "ranks_per_node", "world_size", "repeat",
+    "state", "ok", "job_id", "step_time_ms", "throughput", "throughput_per_rank", "speedup", "efficiency",
+    "nodes_seen", "reason",
+    # result/2 and summarize's additions
+    "framework", "kind", "device", "scaling", "global_batch_size", "cluster", "step_time_ci95_ms",
+    "throughput_ci95", "comm_time_ms", "compute_time_ms", "comm_fraction", "gpu_util_mean", "gpu_util_min",
+    "affinity_ok", "source", "inferred",
 )
 
 
