@@ -46,10 +46,14 @@ class Agg:
     def final(self) -> bool:
         return all(s.final for s in self.samples)
 
-    def __getattr__(self, name: str) -> Any:  # point fields (backend, nodes, ...) come from the first repeat
-        if name.startswith("__") or name == "samples":
-            raise AttributeError(name)
-        return getattr(self.samples[0], name)
+
+
+# Point fields (backend, nodes, ...) are the same in every repeat: read them from the first.
+POINT_FIELDS = ("source", "label", "point_id", "framework", "backend", "model", "kind", "device", "scaling",
+                "batch_size", "global_batch_size", "nodes", "ranks_per_node", "world_size", "cluster", "comm_method",
+                "layout", "series")
+for _name in POINT_FIELDS:
+    setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
 
 
 def point_key(s: Sample) -> tuple[Any, ...]:

@@ -72,9 +72,9 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
     return out
 
 
-def _provenance(paths: PointPaths) -> list[dict[str, Any]]:
+def _provenance(paths: PointPaths, names: list[str]) -> list[dict[str, Any]]:
     docs = []
-    for f in paths.provenances():
+    for f in paths.provenances(names):
         try:
             docs.append(schema.read_json(f, schema.PROVENANCE))
         except (SchemaError, OSError):
@@ -94,17 +94,19 @@ def run_samples(rd: RunDir) -> list[Sample]:
     from hpcbench.state import collect, live_states
 
     samples = []
+    root = str(rd.root)
     for st in collect(rd, live_states(rd)):
         p, paths = st.point, rd.point(st.point)
-        prov = _provenance(paths)
-        common: dict[str, Any] = {"state": st.state, "final": st.final, "repeat": p.repeat, "logs": paths.logs(),
+        names = paths.listing()
+        prov = _provenance(paths, names)
+        common: dict[str, Any] = {"state": st.state, "final": st.final, "repeat": p.repeat, "logs": paths.logs(names),
                                   "provenance": prov, "cluster": _cluster(prov), "job_id": st.job_id,
                                   "reason": st.reason}
         if st.ok and st.result is not None:
-            samples.append(from_record(st.result, str(rd.root), **common))
+            samples.append(from_record(st.result, root, **common))
             continue
         samples.append(Sample(
-            source=str(rd.root), label=p.label, ok=False, point_id=p.id, framework=p.framework, backend=p.backend,
+            source=root, label=p.label, ok=False, point_id=p.id, framework=p.framework, backend=p.backend,
             model=p.model, kind=p.kind, device=p.device, scaling=getattr(p, "scaling", "weak"),
             batch_size=p.batch_size, global_batch_size=getattr(p, "global_batch_size", None), nodes=p.nodes,
             ranks_per_node=p.ranks_per_node, world_size=p.world_size, **common))

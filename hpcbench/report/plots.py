@@ -12,6 +12,7 @@ from typing import Any
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.tables_allreduce import curves
 
+MANY = 6  # series beyond which the legend gets one "ideal" entry instead of one per series
 MAX_BARS = 60  # a stacked bar per point stops being readable beyond this
 FIGSIZE = (8.0, 5.0)
 DPI = 100
@@ -47,7 +48,8 @@ def _best_per_size(points: list[Agg]) -> list[Agg]:
 def scalability(aggs: list[Agg], baseline: str) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    for name, pts in _series(aggs).items():
+    series = _series(aggs)
+    for n, (name, pts) in enumerate(series.items()):
         pts = _best_per_size(pts)
         line = ax.errorbar([a.world_size for a in pts], [a.throughput for a in pts],
                            yerr=[a.throughput_ci95 or 0.0 for a in pts], marker="o", capsize=3, label=name)
@@ -55,8 +57,10 @@ def scalability(aggs: list[Agg], baseline: str) -> Any:
         if base is not None:
             # ideal: the baseline's throughput times the number of ranks relative to the baseline's
             xs = [a.world_size for a in pts]
+            # with many series, one legend entry says what dashed lines are
+            label = f"ideal ({name})" if len(series) <= MANY else ("ideal (dashed, same colour)" if n == 0 else "_")
             ax.plot(xs, [base.base_throughput * x / base.base_world_size for x in xs], linestyle="--",
-                    color=line[0].get_color(), alpha=0.6, label=f"ideal ({name})")
+                    color=line[0].get_color(), alpha=0.6, label=label)
     _gpu_ticks(ax, aggs)
     ax.set(title=f"Scalability: throughput vs total GPUs (ranks); baseline: {baseline}",
            xlabel="total GPUs (ranks)", ylabel="throughput (samples/s)")
@@ -137,8 +141,9 @@ def _gpu_ticks(ax: Any, aggs: list[Agg]) -> None:
 
 def _finish(ax: Any) -> None:
     ax.grid(True, alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
+    handles = ax.get_legend_handles_labels()[0]
+    if handles:
+        ax.legend(fontsize=6 if len(handles) > MANY else 7, ncol=2 if len(handles) > 2 * MANY else 1)
 
 
 PLOTS: dict[str, tuple[str, Callable[..., Any], bool]] = {

@@ -85,8 +85,11 @@ def _ms(v: float | None) -> float | None:
     return None if v is None else v * 1e3
 
 
+_DIRECT = tuple(f.name for f in fields(Sample) if f.name in TIDY_COLUMNS)
+
+
 def tidy_row(s: Sample) -> dict[str, Any]:
-    d = {f.name: getattr(s, f.name) for f in fields(s) if f.name in TIDY_COLUMNS}
+    d = {name: getattr(s, name) for name in _DIRECT}
     d.update(step_time_ms=_ms(s.step_time_s), step_time_ci95_ms=_ms(s.step_time_ci95_s),
              comm_time_ms=_ms(s.comm_time_s), compute_time_ms=_ms(s.compute_time_s),
              throughput_per_rank=(s.throughput / s.world_size if s.throughput and s.world_size else None))

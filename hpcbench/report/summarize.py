@@ -36,13 +36,16 @@ class Report:
     check_errors: int = 0  # error-level transport checks
     regressions: int = 0  # references that failed
     plots: dict[str, str] = field(default_factory=dict)
+    _tidy: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def partial(self) -> bool:
         return self.inputs.partial
 
     def tidy(self) -> list[dict[str, Any]]:
-        return [tidy_row(s) for s in self.inputs.samples]
+        if self._tidy is None:
+            self._tidy = [tidy_row(s) for s in self.inputs.samples]
+        return self._tidy
 
     def default_out(self) -> Path:
         """RUN_DIR/report for a single run directory, else ./hpcbench-report."""
@@ -93,12 +96,17 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
                   check_errors=sum(f.severity == "error" for f in check_findings), regressions=regressions)
 
 
+def records_json(rows: list[dict[str, Any]]) -> str:
+    """A JSON array, one record per line: json's C encoder only runs without indent, 10x faster."""
+    return "[\n" + ",\n".join(json.dumps(r, default=str) for r in rows) + "\n]\n"
+
+
 def text(report: Report, fmt: str = "table") -> str:
     """Everything for the terminal: the tables in ``fmt``, or the tidy records as CSV or JSON."""
     if fmt == "csv":
         return format_table(report.tidy(), TIDY_COLUMNS, fmt="csv")
     if fmt == "json":
-        return json.dumps(report.tidy(), indent=1, default=str) + "\n"
+        return records_json(report.tidy())
     from hpcbench.report.markdown import tables_text
 
     return tables_text(report, fmt)
@@ -114,12 +122,14 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
 
         report.plots = write_all(report.aggs, out, report.baseline.mode)
     rows = report.tidy()
-    atomic_write_text(out / "records.csv", format_table(rows, TIDY_COLUMNS, fmt="csv"))
-    atomic_write_text(out / "records.json", json.dumps(rows, indent=1, default=str) + "\n")
+    csv_text = format_table(rows, TIDY_COLUMNS, fmt="csv")
+    atomic_write_text(out / "records.csv", csv_text)
+    atomic_write_text(out / "records.json", records_json(rows))
     atomic_write_text(out / "report.md", report_md(report))
     for rd in report.inputs.run_dirs:  # the run directory keeps its own summary.csv, as before
-        mine = [tidy_row(s) for s in report.inputs.samples if s.source == str(rd.root)]
-        atomic_write_text(rd.summary_csv, format_table(mine, TIDY_COLUMNS, fmt="csv"))
+        mine = [r for r in rows if r["source"] == str(rd.root)]
+        atomic_write_text(rd.summary_csv, csv_text if len(mine) == len(rows) else
+                          format_table(mine, TIDY_COLUMNS, fmt="csv"))
     return [out / "report.md", out / "records.csv", out / "records.json",
             *(out / n for n, v in report.plots.items() if v == "written")]
 
