@@ -125,6 +125,18 @@ def cmd_minicluster(args: argparse.Namespace) -> int:
     return rc
 
 
+def cmd_parse(args: argparse.Namespace) -> int:
+    from hpcbench.logs.cli import parse_command
+
+    return parse_command(args.files, args.format)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from hpcbench.logs.cli import check_command
+
+    return check_command(args.files, gpu=args.gpu, provenance=args.provenance, fmt=args.format)
+
+
 def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
     p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
     p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
@@ -177,6 +189,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.set_defaults(func=cmd_summarize)
+
+    p = verb("parse", "read NCCL, nccl-tests, Horovod logs and hpcbench records from any log files")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--format", choices=("json", "table"), default="table")
+    p.set_defaults(func=cmd_parse)
+
+    p = verb("check", "check NCCL transports in logs (exit 1 when an error-level check fails)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--gpu", action="store_true", help="the job used GPUs: a log without NCCL lines is then a warning")
+    p.add_argument("--provenance", action="append", default=[], metavar="JSON",
+                   help="provenance-rank<N>.json of the job (repeatable); its InfiniBand devices count as visible")
+    p.add_argument("--format", choices=("json", "table"), default="table")
+    p.set_defaults(func=cmd_check)
 
     p = verb("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)")
     p.add_argument("action", choices=("up", "down", "status"))
