@@ -51,7 +51,7 @@ class Agg:
 # Point fields (backend, nodes, ...) are the same in every repeat: read them from the first.
 POINT_FIELDS = ("source", "label", "point_id", "framework", "backend", "model", "kind", "device", "scaling",
                 "batch_size", "global_batch_size", "nodes", "ranks_per_node", "world_size", "cluster", "comm_method",
-                "layout", "series")
+                "layout", "series", "name")
 for _name in POINT_FIELDS:
     setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
 
@@ -59,8 +59,9 @@ for _name in POINT_FIELDS:
 def point_key(s: Sample) -> tuple[Any, ...]:
     key = (s.cluster, s.kind, s.framework, s.backend, s.model, s.device, s.scaling, s.batch_size,
            s.global_batch_size, s.nodes, s.ranks_per_node, s.world_size)
-    # A log that shows no size cannot be told apart from another such log: keep each on its own.
-    return key if s.world_size is not None else (*key, s.source, s.label)
+    # Logs of jobs hpcbench did not launch may come from anywhere: each file is its own point, never a
+    # repeat of another file's (a speedup may still compare them, and names the file it compares with).
+    return key if s.point_id is not None else (*key, s.source, s.label)
 
 
 def _ci(values: list[float], own_ci: float | None) -> tuple[float | None, float | None]:

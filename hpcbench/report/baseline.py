@@ -82,7 +82,7 @@ def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
         base = bases[0]
         for a in group:
             a.base_throughput, a.base_world_size = base.throughput, base.world_size
-            a.baseline = f"{base.framework}-{base.backend} {base.layout}" + (" (smallest measured)" if fallback else "")
+            a.baseline = base.name + (" (smallest measured)" if fallback else "")
             if a.ok and a.throughput:
                 a.speedup = a.throughput / base.throughput
                 a.efficiency = a.speedup / (a.world_size / base.world_size)

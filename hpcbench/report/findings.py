@@ -20,7 +20,7 @@ def best_at_each_scale(aggs: list[Agg]) -> list[str]:
         rivals = {f"{b.framework}-{b.backend}" for b in aggs if b.kind == "train" and b.ok and b.model == model
                   and b.world_size == world}
         vs = f" (of {len(rivals)} backends)" if len(rivals) > 1 else ""
-        out.append(f"best at {world} GPUs (ranks), {model}: {a.framework}-{a.backend} {a.layout} with "
+        out.append(f"best at {world} GPUs (ranks), {model}: {a.name} with "
                    f"{num(a.throughput, 1)} samples/s{vs}")
     return out
 
@@ -33,8 +33,18 @@ def efficiency_at_largest(aggs: list[Agg]) -> list[str]:
             if k not in series or (a.world_size, a.throughput) > (series[k].world_size, series[k].throughput):
                 series[k] = a
     return [f"efficiency at the largest scale, {a.framework}-{a.backend} {a.model} ({a.scaling} scaling): "
-            f"{pct(a.efficiency)} at {a.world_size} ranks ({a.layout}), speedup {num(a.speedup)} vs {a.baseline}"
+            f"{pct(a.efficiency)} at {a.world_size} ranks ({a.name}), speedup {num(a.speedup)} vs {a.baseline}"
             for a in series.values() if a.world_size > (a.base_world_size or 0)]
+
+
+SUPERLINEAR = 1.1
+
+
+def superlinear(aggs: list[Agg]) -> list[str]:
+    """Efficiency well above 100% usually means the baseline is not comparable (another machine or setup)."""
+    return [f"{a.name}: efficiency {pct(a.efficiency)} against {a.baseline} is above {pct(SUPERLINEAR)}: check that the "
+            "baseline ran the same model on the same kind of GPU and software, or choose another with --baseline"
+            for a in aggs if a.efficiency is not None and a.efficiency > SUPERLINEAR]
 
 
 def failed_points(aggs: list[Agg]) -> list[str]:

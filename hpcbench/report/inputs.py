@@ -129,7 +129,7 @@ def log_samples(path: Path, notes: list[str]) -> list[Sample]:
 def _topology(parsed: dict[str, Any]) -> tuple[int | None, int | None, list[str]]:
     """(nodes, ranks, how we know) from the NCCL lines."""
     nccl = parsed.get("nccl") or {}
-    hosts, nranks, how = nccl.get("hosts") or [], nccl.get("nranks"), []
+    hosts, nranks, how = parsed.get("hosts") or nccl.get("hosts") or [], nccl.get("nranks"), []
     if hosts:
         how.append(f"{len(hosts)} host(s) from NCCL/nccl-tests lines ({', '.join(hosts[:4])}"
                    f"{', ...' if len(hosts) > 4 else ''})")
@@ -162,7 +162,8 @@ def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> li
         world = hvd.get("num_gpus") or nranks
         total = hvd.get("total_img_sec")
         m, b = _MODEL.search(head), _BATCH.search(head)
-        model, batch = (m.group(1) if m else "?"), (int(b.group(1)) if b else None)
+        # lower case, so "ResNet50" from one benchmark and "resnet50" from another are one model
+        model, batch = (m.group(1).lower() if m else "?"), (int(b.group(1)) if b else None)
         said = list(how)
         if hvd.get("num_gpus"):
             said.append(f"{world} GPUs from 'Total img/sec on N GPU(s)'")
@@ -171,10 +172,12 @@ def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> li
         if b:
             said.append(f"batch {batch}/GPU from 'Batch size:'")
         err = hvd.get("total_img_sec_err")
+        if err is not None:
+            said.append("± is Horovod's '+-' (1.96 × std over its iterations)")
         s = Sample(label=path.name, state="parsed" if total else "no result", ok=bool(total),
                    framework="horovod", model=model, batch_size=batch, world_size=world,
                    ranks_per_node=_layout(nodes, world), device="cuda", throughput=total,
-                   # Horovod's benchmark prints +-1.96 sigma of its per-iteration rates: a 95% interval
+                   # Horovod's benchmark prints +-1.96 sigma of its per-iteration rates: a 95% spread
                    throughput_ci95=err, step_time_s=(batch * world / total) if (total and batch and world) else None,
                    reason="" if total else "Horovod output without a 'Total img/sec on N GPU(s)' line "
                    "(cut short, or still running?)", inferred="; ".join(said), **base)

@@ -64,6 +64,11 @@ class Sample:
         return f"{self.nodes if self.nodes is not None else '?'}x{self.ranks_per_node if self.ranks_per_node is not None else '?'}"
 
     @property
+    def name(self) -> str:
+        """How the report names the point: what it is for a run's point, the file for a foreign log."""
+        return f"{self.framework}-{self.backend} {self.layout}" if self.point_id else self.label
+
+    @property
     def series(self) -> str:
         """What a line in a plot stands for: framework, backend and model."""
         return f"{self.framework}-{self.backend} {self.model}"

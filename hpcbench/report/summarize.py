@@ -85,6 +85,7 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
     findings = {
         "best backend at each scale": fnd.best_at_each_scale(aggs),
         "efficiency at the largest scale": fnd.efficiency_at_largest(aggs),
+        "suspicious speedups": fnd.superlinear(aggs),
         "transport problems": fnd.transport_problems(check_findings),
         "environment differences between nodes": differs,
         "GPU utilisation": gpu_warn,

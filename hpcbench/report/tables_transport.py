@@ -25,10 +25,19 @@ def _scoped(nccl: dict[str, Any], scope: str) -> set[str]:
     return {e["transport"] for e in nccl.get("edges") or [] if e.get("scope") == scope and e.get("transport")}
 
 
-def _findings(parsed: list[dict[str, Any]], provenance: list[dict[str, Any]]) -> list[Any]:
+def _findings(parsed: list[dict[str, Any]], provenance: list[dict[str, Any]], device: str) -> list[Any]:
+    """Check findings of all of a point's logs, once each: its .out and .err are one job."""
     from hpcbench.logs.checks import check_parsed
 
-    return [f for p in parsed for f in check_parsed(p, provenance or None)]
+    # "a GPU job without NCCL lines" is about the job, not about each of its files
+    gpu = None if device not in ("cpu", "cuda") else (device == "cuda" and not any(p.get("nccl") for p in parsed))
+    seen, out = set(), []
+    for p in parsed:
+        for f in check_parsed(p, provenance or None, gpu=gpu):
+            if (f.rule, f.message) not in seen:
+                seen.add((f.rule, f.message))
+                out.append(f)
+    return out
 
 
 def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
@@ -44,7 +53,7 @@ def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
         if not parsed:
             continue
         ncc = [p["nccl"] for p in parsed if p.get("nccl")]
-        found = _findings(parsed, a.first.provenance)
+        found = _findings(parsed, a.first.provenance, a.device)
         for f in found:
             if f.file is None:
                 f = _with_file(f, a.label)
