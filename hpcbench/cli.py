@@ -137,6 +137,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     return check_command(args.files, gpu=args.gpu, provenance=args.provenance, fmt=args.format)
 
 
+def cmd_data(args: argparse.Namespace) -> int:
+    from hpcbench.workloads.data import fetch
+
+    dest = fetch(args.name, args.dest)
+    _echo(f"{args.name} is in {dest}; set workload.data = \"{args.name}\" and workload.data_dir = \"{dest}\"")
+    return 0
+
+
 def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
     p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
     p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
@@ -202,6 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="provenance-rank<N>.json of the job (repeatable); its InfiniBand devices count as visible")
     p.add_argument("--format", choices=("json", "table"), default="table")
     p.set_defaults(func=cmd_check)
+
+    p = verb("data", "real data sets for the training workload (jobs never download)")
+    p.add_argument("action", choices=("fetch",))
+    p.add_argument("name", choices=("mnist", "cifar10"))
+    p.add_argument("--dest", required=True, help="folder to download into; the sweep's workload.data_dir")
+    p.set_defaults(func=cmd_data)
 
     p = verb("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)")
     p.add_argument("action", choices=("up", "down", "status"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hpcbench.plan import Point
 from hpcbench.spec import SlurmSettings
 from hpcbench.workloads.config import TrainConfig
+from hpcbench.workloads.frameworks import HOROVOD_MAP
 
 WORKLOAD_MODULE = {"train": "hpcbench.workloads.train"}
 
@@ -23,5 +24,7 @@ def launcher_argv(point: Point, slurm: SlurmSettings) -> list[str]:
             argv += ["--map-by", unit, "--bind-to", unit]
         return argv + ["-x", "NCCL_DEBUG"]
     argv = ["srun", f"--ntasks={point.world_size}", f"--ntasks-per-node={point.ranks_per_node}"]
+    if point.framework == "horovod" and HOROVOD_MAP[point.backend][0] == "mpi":
+        argv.append("--mpi=pmix")  # Horovod's MPI controller: srun must wire up MPI (PMIx) for the ranks
     argv.append(f"--cpu-bind={slurm.cpu_bind}")
     return argv

@@ -14,6 +14,8 @@
         result.json       hpcbench.result/1, from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
         provenance-rank<N>.json  hpcbench.provenance/1, from each rank
+        timeline.json     Horovod timeline (workload.timeline = true)
+        checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)
         submitit/         submitit's own folder, when that backend is used
 """
 
@@ -89,6 +91,14 @@ class PointPaths:
 
     def error(self, rank: int) -> Path:
         return self.dir / f"error-rank{rank}.json"
+
+    @property
+    def timeline(self) -> Path:  # Horovod's timeline (HOROVOD_TIMELINE), Chrome trace JSON
+        return self.dir / "timeline.json"
+
+    @property
+    def checkpoint(self) -> Path:  # written by rank 0 at the end when the sweep asks for it
+        return self.dir / "checkpoint.pt"
 
     # Listing the folder once and matching names is ~10x faster than pathlib's glob, which
     # matters when summarize reads a run of 10,000 points.

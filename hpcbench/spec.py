@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.errors import ConfigError
-from hpcbench.workloads.models import MODELS
+from hpcbench.workloads.models import DATASET_SHAPES, MODELS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,11 +23,12 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 BACKENDS = ("gloo", "mpi", "nccl", "oneccl")
-FRAMEWORKS = ("ddp",)
+FRAMEWORKS = ("ddp", "horovod", "none")
 KINDS = ("train",)
 DEVICES = ("cpu", "cuda")
 LAUNCHERS = ("srun", "mpirun")
-DATA = ("synthetic",)
+DATA = ("synthetic", "mnist", "cifar10")
+SCALING = ("weak", "strong")
 
 _TIME_RE = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^\d+-\d+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -68,6 +69,14 @@ class Workload:
     steps: int = 20
     warmup_steps: int = 5
     lr: float = 0.01
+    # --- training workloads (issue 3) ---
+    data_dir: str | None = None  # real data sets: the folder `hpcbench data fetch` filled
+    scaling: str = "weak"  # weak: batch_size per rank; strong: global_batch_size split over the ranks
+    global_batch_size: int | None = None
+    lr_scaling: bool = True  # lr x world size (Goyal et al.; Horovod's examples do the same)
+    checkpoint: bool = False  # rank 0 writes checkpoint.pt at the end
+    timeline: bool = False  # Horovod timeline (HOROVOD_TIMELINE) into the point folder
+    comm_split: bool = True  # also time the steps without gradient exchange (compute-only)
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,12 @@ def _choice(choices: tuple[str, ...], noun: str) -> Checker:
     return check
 
 
+def _bool(v: Any, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(where, f"expected true or false, got {_typename(v)} {v!r}")
+    return v
+
+
 def _str_list(v: Any, where: str) -> tuple[str, ...]:
     if not isinstance(v, list):
         raise _fail(where, f"expected an array of strings, got {_typename(v)} {v!r}")
@@ -207,10 +222,18 @@ WORKLOAD_FIELDS: dict[str, tuple[Checker, Any]] = {
     "steps": (_int(1), 20),
     "warmup_steps": (_int(0), 5),
     "lr": (_float, 0.01),
+    "data_dir": (_str(), None),
+    "scaling": (_choice(SCALING, "scaling"), "weak"),
+    "global_batch_size": (_int(1), None),
+    "lr_scaling": (_bool, True),
+    "checkpoint": (_bool, False),
+    "timeline": (_bool, False),
+    "comm_split": (_bool, True),
 }
 
 # Matrix axes: name -> checker for one value. Order here is the order of the plan table.
 MATRIX_AXES: dict[str, Checker] = {
+    "framework": _choice(FRAMEWORKS, "framework"),
     "backend": _choice(BACKENDS, "backend"),
     "model": _choice(tuple(MODELS), "model"),
     "batch_size": _int(1),
@@ -340,6 +363,28 @@ def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
         else:
             where = f"{p}workload.backend"
         raise _fail(where, "'nccl' needs workload.device = \"cuda\" (NCCL has no CPU path); use gloo or mpi on CPU")
+    _data_rules(spec, p)
+
+
+def _data_rules(spec: SweepSpec, p: str) -> None:
+    """Training keys that only make sense together (issue 3)."""
+    w = spec.workload
+    if w.data != "synthetic":
+        if w.data_dir is None:
+            raise _fail(f"{p}workload.data_dir", f"data = {w.data!r} reads a folder: set data_dir "
+                        f"(fill it with: hpcbench data fetch {w.data} --dest DIR)")
+        shape = DATASET_SHAPES[w.data]
+        for model in dict(spec.matrix.axes)["model"]:
+            if MODELS[model].input_shape != shape:
+                fits = ", ".join(m.name for m in MODELS.values() if m.input_shape == shape)
+                raise _fail(f"{p}workload.data", f"model {model!r} does not take {w.data} samples "
+                            f"{shape} (models that do: {fits})")
+    if w.scaling == "strong" and w.global_batch_size is None:
+        raise _fail(f"{p}workload.global_batch_size", 'scaling = "strong" needs global_batch_size '
+                    "(split over the ranks of each point)")
+    if w.scaling == "weak" and w.global_batch_size is not None:
+        raise _fail(f"{p}workload.global_batch_size", 'only applies with scaling = "strong" '
+                    "(weak scaling keeps batch_size per rank)")
 
 
 def load(path: str | Path) -> SweepSpec:

@@ -20,9 +20,9 @@ from hpcbench.report.tables import Table, format_table
 from hpcbench.rundir import RunDir, atomic_write_text
 
 # The short table `hpcbench sweep --wait` prints when the run ends.
-TABLE_COLUMNS = ("backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
+TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
                  "throughput", "speedup", "efficiency", "reason")
-TABLE_HEADERS = ("backend", "model", "nodes", "ranks/node", "ranks", "state", "step ms", "samples/s",
+TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks", "state", "step ms", "samples/s",
                  "speedup", "efficiency", "reason")
 
 

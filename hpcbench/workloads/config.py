@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from hpcbench.plan import Point
+
+
+def _bool(text: str) -> bool:
+    if text not in ("True", "False"):
+        raise argparse.ArgumentTypeError(f"expected True or False, got {text!r}")
+    return text == "True"
+
+
+_PARSERS: dict[str, Any] = {"int": int, "float": float, "bool": _bool, "int | None": int}
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,15 @@ class TrainConfig:
     framework: str = "ddp"
     data: str = "synthetic"
     timeout_s: int = 600  # process-group timeout: a broken peer ends the job instead of hanging it
+    # Issue 3's keys: on the command line only when not at their default, so that job scripts of
+    # plain DDP points read as before.
+    data_dir: str | None = field(default=None, metadata={"omit_default": True})
+    scaling: str = field(default="weak", metadata={"omit_default": True})
+    global_batch_size: int | None = field(default=None, metadata={"omit_default": True})
+    lr_scaling: bool = field(default=True, metadata={"omit_default": True})
+    checkpoint: bool = field(default=False, metadata={"omit_default": True})
+    timeline: bool = field(default=False, metadata={"omit_default": True})
+    comm_split: bool = field(default=True, metadata={"omit_default": True})
 
     @classmethod
     def from_point(cls, p: Point, out: str) -> TrainConfig:
@@ -35,7 +53,10 @@ class TrainConfig:
     def to_argv(self) -> list[str]:
         argv = []
         for f in fields(self):
-            argv += [f"--{f.name.replace('_', '-')}", str(getattr(self, f.name))]
+            value = getattr(self, f.name)
+            if f.metadata.get("omit_default") and value == f.default:
+                continue
+            argv += [f"--{f.name.replace('_', '-')}", str(value)]
         return argv
 
     @classmethod
@@ -43,7 +64,7 @@ class TrainConfig:
         ap = argparse.ArgumentParser(prog="python -m hpcbench.workloads.train",
                                      description="One rank of an hpcbench training point.")
         for f in fields(cls):
-            kind: Any = {"int": int, "float": float}.get(str(f.type), str)
+            kind: Any = _PARSERS.get(str(f.type), str)
             required = f.default is MISSING
             ap.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, required=required,
                             **({} if required else {"default": f.default}))
