@@ -53,7 +53,9 @@ def provenance(rank: int, node: str, driver: str | None, **kw: Any) -> dict[str,
            "cuda": "12.4", "nccl": "2.21.5",
            "software": {"torch": "2.14.1", "torchvision": "0.29.1", "horovod": None, "mpi": "Open MPI 4.1.6",
                         "python": "3.11.2", "os": "Debian 12", "kernel": "6.1"},
-           "nics": [{"name": "ib0", "kind": "ib", "model": "ConnectX-7", "speed": "400 Gb/s"}] * 4,
+           "nics": [{"name": "ib0", "kind": "infiniband", "model": "mlx5_core", "speed": 400000}] * 4
+                    + [{"name": "lo", "kind": "loopback", "model": None, "speed": None}],
+           "infiniband": {"devices": [{"name": f"mlx5_{i}", "hca_type": "MT4129"} for i in range(4)]},
            "topology": "\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n", "env": {"SLURM_CLUSTER_NAME": "alps"},
            "unavailable": {"horovod": "not installed"}}
     doc.update(kw)

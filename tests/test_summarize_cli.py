@@ -92,7 +92,8 @@ def test_environment_flags_values_that_differ_between_nodes(tmp_path):
     assert env["servers"][1].startswith("2: node1, node2")
     assert env["GPU driver"][2] == "DIFFERS between nodes" and "node2: 535.10" in env["GPU driver"][1]
     assert env["GPU model × count"][1] == "NVIDIA A100-SXM4-80GB ×2" and env["GPU model × count"][2] == ""
-    assert env["NIC model × count"][1] == "ConnectX-7 (ib, 400 Gb/s) ×4"
+    assert env["NIC model × count"][1] == "mlx5_core (infiniband, 400 Gb/s) ×4"  # loopback left out
+    assert env["InfiniBand HCA × count"][1] == "MT4129 ×4"
     assert env["GPU interconnect"][1].startswith("NVLink (NV18")
     assert env["horovod"][1] == "missing (not installed)"
     assert rep.findings["environment differences between nodes"]
@@ -142,3 +143,5 @@ def test_partial_run_says_so():
     out = text(rep)
     assert out.startswith("*** PARTIAL RESULT") and "gloo-n2x2" in out
     assert json.loads(text(rep, "json"))[0]["state"] == "running"
+    latex = text(rep, "latex")
+    assert latex.count("\\toprule") == 2 and "PARTIAL RESULT" in latex  # intra and inter tables

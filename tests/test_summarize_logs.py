@@ -45,6 +45,7 @@ def test_corpus_tables_and_plots(tmp_path):
     allreduce = next(t for t in rep.tables if t.key == "allreduce")
     sizes = [r[0] for r in allreduce.rows]
     assert sizes[-1] == "16 GiB" and "1 GiB" in sizes
+    assert any(n.startswith("no data: nccltests_11.log: no result") for n in allreduce.notes)
     col = next(i for i, h in enumerate(allreduce.headers) if h.startswith("nccltests_1.log"))
     assert allreduce.rows[sizes.index("1 GiB")][col].startswith("3.11 ")  # largest size's out-of-place busbw
     ax = plots.allreduce_bw(rep.aggs).axes[0]

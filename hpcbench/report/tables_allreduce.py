@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hpcbench.report.aggregate import Agg
-from hpcbench.report.fmt import num, size
+from hpcbench.report.fmt import clip, num, size
 from hpcbench.report.stats import mean
 from hpcbench.report.tables import Table
 
@@ -39,4 +39,7 @@ def allreduce(aggs: list[Agg]) -> Table:
                        "out-of-place figures for nccl-tests logs")
     if wrong:
         t.notes.append(f"wrong results (elements that differ from the expected sum) in: {', '.join(wrong)}")
+    # a failed allreduce point has no column to be in: it is said here, never dropped
+    t.notes += [f"no data: {a.name}: {a.state}" + (f": {clip(a.reason, 120)}" if a.reason else "")
+                for a in aggs if a.kind != "train" and not a.ok]
     return t

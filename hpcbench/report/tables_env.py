@@ -23,13 +23,29 @@ def _gpus(d: Doc) -> str | None:
     return _counted([str(g.get("name") or "?") for g in d.get("gpus") or []])
 
 
+_NOT_NICS = ("loopback", "virtual")  # lo, bridges, veths: not network hardware
+
+
+def _speed(v: Any) -> str | None:
+    if isinstance(v, (int, float)):  # Mb/s, as /sys/class/net reports it
+        return f"{v / 1000:g} Gb/s"
+    return str(v) if v else None
+
+
 def _nics(d: Doc) -> str | None:
     items = []
     for n in d.get("nics") or []:
+        if n.get("kind") in _NOT_NICS:
+            continue
         model = n.get("model") or n.get("name") or "?"
-        extra = ", ".join(str(v) for v in (n.get("kind"), n.get("speed")) if v)
+        extra = ", ".join(v for v in (n.get("kind"), _speed(n.get("speed"))) if v)
         items.append(f"{model} ({extra})" if extra else str(model))
     return _counted(items)
+
+
+def _hcas(d: Doc) -> str | None:
+    devs = (d.get("infiniband") or {}).get("devices") or []
+    return _counted([str(x.get("hca_type") or x.get("name") or "?") for x in devs])
 
 
 _NVLINK = re.compile(r"\bNV(\d+)\b")
@@ -57,6 +73,7 @@ def _sw(key: str) -> Callable[[Doc], Any]:
 # (row name, how to read it from one rank's provenance, key in `unavailable` that explains a null)
 ITEMS: list[tuple[str, Callable[[Doc], Any], str]] = [
     ("NIC model × count", _nics, "nics"),
+    ("InfiniBand HCA × count", _hcas, "infiniband"),
     ("GPU model × count", _gpus, "gpus"),
     ("GPU interconnect", _interconnect, "topology"),
     ("OS", _sw("os"), "os"),
