@@ -144,4 +144,4 @@ def test_partial_run_says_so():
     assert out.startswith("*** PARTIAL RESULT") and "gloo-n2x2" in out
     assert json.loads(text(rep, "json"))[0]["state"] == "running"
     latex = text(rep, "latex")
-    assert latex.count("\\toprule") == 2 and "PARTIAL RESULT" in latex  # intra and inter tables
+    assert latex.count("\\toprule") == 3 and "PARTIAL RESULT" in latex  # intra, inter, comm/compute
