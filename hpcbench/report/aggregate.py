@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from hpcbench.report.samples import Sample
-from hpcbench.report.stats import mean, mean_ci95
+from hpcbench.workloads.stats import mean_ci95
 
 
 @dataclass
@@ -54,6 +55,10 @@ POINT_FIELDS = ("source", "label", "point_id", "framework", "backend", "model", 
                 "layout", "series", "name")
 for _name in POINT_FIELDS:
     setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
+
+
+def mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
 
 
 def point_key(s: Sample) -> tuple[Any, ...]:

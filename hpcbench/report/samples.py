@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hpcbench.report.stats import mean_ci95
 from hpcbench.schema import AllreduceRow, ResultRecord
+from hpcbench.workloads.stats import mean_ci95
 
 
 @dataclass

@@ -89,7 +89,7 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
         "transport problems": fnd.transport_problems(check_findings),
         "environment differences between nodes": differs,
         "GPU utilisation": gpu_warn,
-        "points that failed or have no result": fnd.failed_points(aggs),
+        "points without a result (failed, missing or not finished)": fnd.failed_points(aggs),
         "references": [f"{regressions} reference check(s) failed"] if regressions else [],
         "inferred from logs": inputs.notes,
     }

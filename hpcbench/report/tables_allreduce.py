@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from hpcbench.report.aggregate import Agg
+from hpcbench.report.aggregate import Agg, mean
 from hpcbench.report.fmt import clip, num, size
-from hpcbench.report.stats import mean
 from hpcbench.report.tables import Table
 
 
