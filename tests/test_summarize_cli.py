@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import write
+from conftest import DATA, write
 from report_helpers import GPU, STARVED, allreduce_rows, make_run, point, provenance, record
 
 from hpcbench.report.inputs import Inputs
@@ -98,6 +98,26 @@ def test_environment_flags_values_that_differ_between_nodes(tmp_path):
     assert env["horovod"][1] == "missing (not installed)"
     assert rep.findings["environment differences between nodes"]
     assert rep.aggs[0].cluster == "alps"  # from SLURM_CLUSTER_NAME in the provenance
+
+
+def test_environment_from_real_provenance_files(tmp_path):
+    """Files written by hpcbench.provenance.collect on this VM for node1 and node2 (tests/data/provenance)."""
+    import shutil
+
+    p = point(nodes=2, rpn=1)
+    rd = make_run(tmp_path / "run", [(p, record(p, 100.0))])
+    for f in (DATA / "provenance").glob("provenance-rank*.json"):
+        shutil.copy(f, rd.point(p).dir / f.name)
+    rep = build([rd.root])
+    env = {r[0]: r for r in next(t for t in rep.tables if t.key == "environment").rows}
+    assert env["servers"][1] == "2: node1, node2"
+    assert env["OS"][1] == "Debian GNU/Linux 12 (bookworm)" and env["OS"][2] == ""
+    assert env["NIC model × count"][1] == "virtio_net (ethernet) ×1"  # lo and ifb* are not hardware
+    assert env["GPU model × count"][1].startswith("missing (LookupError: torch sees no CUDA device")
+    assert env["GPU driver"][1].startswith("missing (FileNotFoundError: nvidia-smi not found")
+    assert env["horovod"][1] == "0.28.1" and env["NCCL"][1] == "2.30.7"
+    assert not rep.findings["environment differences between nodes"]
+    assert rep.aggs[0].cluster == "mini"
 
 
 def test_gpu_utilisation_below_80_percent_warns(tmp_path):

@@ -42,7 +42,7 @@ def _findings(parsed: list[dict[str, Any]], provenance: list[dict[str, Any]], de
 
 def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
     """The table, and every check finding (for the findings list and the exit code)."""
-    rows, findings = [], []
+    rows, findings, cpu_quiet = [], [], []
     try:
         import hpcbench.logs.checks  # noqa: F401
     except ImportError as e:
@@ -60,6 +60,9 @@ def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
             findings.append(f)
         files = ", ".join(sorted({Path(p.get("file") or "?").name for p in parsed}))
         if not ncc:
+            if a.device == "cpu" and not found:  # gloo/mpi on CPU never use NCCL: one note, not a row each
+                cpu_quiet.append(a.label)
+                continue
             rows.append([a.label, "—", "—", "—", "—", "—", _verdict(found) or f"no NCCL lines ({a.backend})", files])
             continue
         version = next((n.get("version") for n in ncc if n.get("version")), None)
@@ -75,7 +78,10 @@ def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
                      ", ".join(sorted(inter)) or "—", gdr, _verdict(found) or "ok", files])
     t = Table("transports", "Transports per point (from the NCCL lines of its logs)",
               ["point", "NCCL", "network", "intra-node", "inter-node", "GDRDMA", "check", "logs"], rows,
-              empty="no logs to read")
+              empty="no logs with NCCL lines" if cpu_quiet else "no logs to read")
+    if cpu_quiet:
+        t.notes.append(f"{len(cpu_quiet)} CPU point(s) have no NCCL lines, as expected (their backends do not use "
+                       f"NCCL): {', '.join(cpu_quiet[:6])}{' …' if len(cpu_quiet) > 6 else ''}")
     return t, findings
 
 
