@@ -52,7 +52,7 @@ class Agg:
 # Point fields (backend, nodes, ...) are the same in every repeat: read them from the first.
 POINT_FIELDS = ("source", "label", "point_id", "framework", "backend", "model", "kind", "device", "scaling",
                 "batch_size", "global_batch_size", "nodes", "ranks_per_node", "world_size", "cluster", "comm_method",
-                "layout", "series", "name")
+                "layout", "name")
 for _name in POINT_FIELDS:
     setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
 

@@ -7,7 +7,6 @@ A foreign log gives the points it shows, with what had to be inferred said in ``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,15 +32,6 @@ class Inputs:
     @property
     def partial(self) -> bool:
         return any(not s.final for s in self.samples)
-
-
-def parser() -> Callable[[str | Path], dict[str, Any]]:
-    try:
-        from hpcbench.logs import parse_file
-    except ImportError as e:  # pragma: no cover - the log parser ships with hpcbench
-        raise HpcbenchError(f"reading logs needs hpcbench.logs, which is not importable ({e})",
-                            hint="reinstall hpcbench") from None
-    return parse_file
 
 
 def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
@@ -122,7 +112,9 @@ def _head(path: Path) -> str:
 
 
 def log_samples(path: Path, notes: list[str]) -> list[Sample]:
-    parsed = parser()(path)
+    from hpcbench.logs import parse_file
+
+    parsed = parse_file(path)
     return infer(parsed, path, _head(path), notes)
 
 

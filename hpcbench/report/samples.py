@@ -68,11 +68,6 @@ class Sample:
         """How the report names the point: what it is for a run's point, the file for a foreign log."""
         return f"{self.framework}-{self.backend} {self.layout}" if self.point_id else self.label
 
-    @property
-    def series(self) -> str:
-        """What a line in a plot stands for: framework, backend and model."""
-        return f"{self.framework}-{self.backend} {self.model}"
-
 
 # The tidy CSV / JSON: one row per point x repeat. The first columns are the old summary.csv's, in order.
 TIDY_COLUMNS = (

@@ -7,7 +7,6 @@ from typing import Any
 
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip
-from hpcbench.report.inputs import parser
 from hpcbench.report.tables import Table
 
 SEVERITY = {"error": 2, "warning": 1, "info": 0}
@@ -16,8 +15,9 @@ SEVERITY = {"error": 2, "warning": 1, "info": 0}
 def _parsed(a: Agg) -> list[dict[str, Any]]:
     s = next((s for s in a.samples if s.ok), a.first)
     if not s.parsed and s.logs:
-        parse = parser()
-        s.parsed = [parse(f) for f in s.logs]
+        from hpcbench.logs import parse_file
+
+        s.parsed = [parse_file(f) for f in s.logs]
     return s.parsed
 
 
@@ -43,11 +43,6 @@ def _findings(parsed: list[dict[str, Any]], provenance: list[dict[str, Any]], de
 def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
     """The table, and every check finding (for the findings list and the exit code)."""
     rows, findings, cpu_quiet = [], [], []
-    try:
-        import hpcbench.logs.checks  # noqa: F401
-    except ImportError as e:
-        return Table("transports", "Transports per point", ["point"], [],
-                     empty=f"not read: the log parser hpcbench.logs is not importable ({e})"), []
     for a in aggs:
         parsed = _parsed(a)
         if not parsed:
