@@ -34,7 +34,8 @@ def efficiency_at_largest(aggs: list[Agg]) -> list[str]:
                 series[k] = a
     return [f"efficiency at the largest scale, {a.framework}-{a.backend} {a.model} ({a.scaling} scaling): "
             f"{pct(a.efficiency)} at {a.world_size} ranks ({a.name}), speedup {num(a.speedup)} vs {a.baseline}"
-            for a in series.values() if a.world_size > (a.base_world_size or 0)]
+            for _, a in sorted(series.items(), key=lambda kv: tuple(str(x) for x in kv[0]))
+            if a.world_size > (a.base_world_size or 0)]
 
 
 SUPERLINEAR = 1.1
