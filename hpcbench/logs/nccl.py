@@ -32,6 +32,11 @@ INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS
 _DEV_INDEX = re.compile(r"/\d+(?:\(\d+\))?(?=/|$)")
 
 
+def _warn_key(text: str) -> str:
+    """The same WARN from 64 ranks differs only in numbers (ranks, addresses, ports)."""
+    return re.sub(r"0x[0-9a-fA-F]+|\d+", "#", text)
+
+
 @functools.lru_cache(maxsize=4096)
 def normalise(raw: str) -> str:
     """'NET/IB/0/GDRDMA(PCI)' -> 'NET/IB/GDRDMA', 'P2P/direct pointer/read' -> 'P2P/direct', ..."""
@@ -141,7 +146,7 @@ class NcclState:
 
     def _warn(self, ln: Line) -> None:
         text = ln.msg.strip()
-        key = re.sub(r"0x[0-9a-fA-F]+|\d+", "#", text)
+        key = _warn_key(text)
         w = self.warns.get(key)
         if w is None:
             self.warns[key] = {"message": text, "count": 1, "first_host": ln.host, "first_rank": ln.rank}
@@ -150,7 +155,7 @@ class NcclState:
 
     def count_warn(self, text: str, n: int) -> None:
         """More copies of a WARN already read (the fast path counts them without reading each)."""
-        w = self.warns.get(re.sub(r"0x[0-9a-fA-F]+|\d+", "#", text.strip()))
+        w = self.warns.get(_warn_key(text.strip()))
         if w is not None:
             w["count"] += n
 

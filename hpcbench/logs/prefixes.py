@@ -93,8 +93,8 @@ def clean(text: str) -> Line:
     """Peel labels until none applies, then read the NCCL prefix."""
     text = text.rstrip()
     m = NCCL_PREFIX.match(text)
-    if m and not m.group(1).isdigit() and not _IPV4.match(m.group(1)):
-        return _split_marker(Line(text=text, host=m.group(1)), text[m.end():])
+    if m:
+        return _split_marker(Line(text=text, host=_host(m.group(1))), text[m.end():])
     if text.lstrip().startswith("|"):
         text = _cloudwatch(text)
     rank = tag = None
@@ -119,8 +119,8 @@ def clean(text: str) -> Line:
             break
     line = Line(text=text, rank=rank, tag=tag)
     m = NCCL_PREFIX.match(text)
-    if m and not _IPV4.match(m.group(1)) and not m.group(1).isdigit():
-        line.host = m.group(1)
+    if m:
+        line.host = _host(m.group(1))
         rest = text[m.end():]
     else:
         m = RANK_ONLY.match(text)
@@ -130,6 +130,11 @@ def clean(text: str) -> Line:
         else:
             rest = text
     return _split_marker(line, rest)
+
+
+def _host(name: str) -> str | None:
+    """An IP or a bare number in the host slot (a launcher rewrote it) names no host."""
+    return None if name.isdigit() or _IPV4.match(name) else name
 
 
 def _split_marker(line: Line, rest: str) -> Line:

@@ -39,6 +39,7 @@ class Scanner:
         self.warnings: list[str] = []
         self.tags: dict[str, None] = {}
         self._pending: str | None = None
+        self._widest = 0  # longest line so far: the terminal width when a paste was hard-wrapped
         self._msgs: set[bytes] = set()  # NCCL messages already read (fast path)
         self._warn_msgs: set[bytes] = set()
         self.lines = 0
@@ -56,10 +57,14 @@ class Scanner:
                 continue
             self.flush()
             self._pending = seg
+            self._widest = max(self._widest, len(seg))
 
     def _continues(self, prev: str, cur: str) -> bool:
         """A hard-wrapped NCCL line: the previous line filled the terminal, this one starts nowhere."""
-        if len(prev) < _WRAP_MIN or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
+        # A terminal wraps at its width, so a wrapped line is the widest seen so far.
+        if len(prev) < max(_WRAP_MIN, self._widest) or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
+            return False
+        if "/sec" in cur or "NCCL version" in cur or records.MARK in cur:
             return False
         if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur):
             return False
@@ -217,9 +222,9 @@ class Scanner:
                 if nl < 0:
                     continue
                 data, skipping = data[nl + 1:], False
-            buf = carry + data if carry else data
-            cut = buf.rfind(b"\n")
+            cut = data.rfind(b"\n")
             if cut < 0:
+                buf = carry + data
                 if len(buf) > MAX_LINE:
                     self.cut_lines += 1
                     self.feed_chunk(buf[:MAX_LINE])
@@ -227,12 +232,14 @@ class Scanner:
                 else:
                     carry = buf
                 continue
-            carry = buf[cut + 1:]
+            # one copy per chunk: the carried partial line and the read up to its last newline
+            chunk = b"".join((carry, memoryview(data)[:cut]))
+            carry = data[cut + 1:]
             if len(carry) > MAX_LINE:
                 self.cut_lines += 1
                 self.feed_chunk(carry[:MAX_LINE])
                 carry, skipping = b"", True
-            self.feed_chunk(buf[:cut])
+            self.feed_chunk(chunk)
         if carry:
             self.feed_chunk(carry)
         self.flush()
