@@ -145,6 +145,13 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_env(args: argparse.Namespace) -> int:
+    from hpcbench.report.env import report
+
+    print(report(args.format), end="")
+    return 0
+
+
 def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
     p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
     p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
@@ -223,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p.add_argument("--dir", default=str(DEFAULT_DIR), help=f"state, config and logs (default: {DEFAULT_DIR})")
     p.set_defaults(func=cmd_minicluster)
+
+    p = verb("env", "what this node can run (torch.distributed, Horovod build) and its provenance")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_env)
     return ap
 
 

@@ -13,9 +13,9 @@
         exitcode          the launcher's exit status, written by the job script / local backend
         result.json       hpcbench.result/1, from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
-        provenance-rank<N>.json  hpcbench.provenance/1, from each rank
         timeline.json     Horovod timeline (workload.timeline = true)
         checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)
+        provenance-rank<N>.json  hpcbench.provenance/1, from each rank (host, binding, versions, counters)
         submitit/         submitit's own folder, when that backend is used
 """
 
@@ -118,9 +118,13 @@ class PointPaths:
     def errors(self, names: list[str] | None = None) -> list[Path]:
         return self._matching("error-rank", (".json",), names)
 
+    def provenance(self, rank: int) -> Path:
+        return self.dir / f"provenance-rank{rank}.json"
+
     def provenances(self, names: list[str] | None = None) -> list[Path]:
-        """provenance-rank<N>.json of every rank that wrote one (hpcbench.provenance/1)."""
-        return self._matching("provenance-rank", (".json",), names)
+        """Every rank's provenance file, in rank order."""
+        return sorted(self._matching("provenance-rank", (".json",), names),
+                      key=lambda p: int(p.stem.rpartition("rank")[2] or 0))
 
     def logs(self, names: list[str] | None = None) -> list[Path]:
         """Every stdout/stderr file of the point, whichever backend wrote it."""

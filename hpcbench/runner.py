@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcbench import slurmcli
+from hpcbench import preflight, slurmcli
 from hpcbench.backends.base import Backend
 from hpcbench.errors import ConfigError, SchedulerError
 from hpcbench.plan import Point, expand
@@ -54,6 +54,7 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
         raise ConfigError(f"{spec.path}: the exclude entries remove every point of the matrix",
                           hint="loosen an [[exclude]] entry")
     python = spec.slurm.python or sys.executable
+    preflight.check(spec, points, python)
     root = opts.run_dir or RunDir.default_path(opts.runs_root, spec.sweep.name)
     rd = RunDir.create(root, spec.text, spec.sweep.name, points)
     for p in points:

@@ -31,9 +31,9 @@ def test_python_m_sweep_is_hpcbench_sweep(cli, tmp_path):
     assert a.returncode == b.returncode == c.returncode == 0, a.stderr + b.stderr + c.stderr
     strip = lambda out, d: out.replace(str(tmp_path / d), "RUN")
     assert strip(a.stdout, "a") == strip(b.stdout, "b") == strip(c.stdout, "c")
-    assert "34 points" in a.stdout and "nothing submitted" in a.stdout
+    assert "23 points" in a.stdout and "nothing submitted" in a.stdout
     scripts = sorted(p.parent.name for p in (tmp_path / "a" / "points").glob("*/job.sh"))
-    assert len(scripts) == 34
+    assert len(scripts) == 23
     assert scripts == sorted(p.parent.name for p in (tmp_path / "b" / "points").glob("*/job.sh"))
     assert (tmp_path / "a" / "sweep.toml").read_text() == (REPO / "sweeps" / "scaling.toml").read_text()
 

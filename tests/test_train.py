@@ -151,7 +151,6 @@ def test_horovod_mpi_gloo_and_ddp_gloo_on_two_node_slurm(cli, tmp_path, slurm_cl
 [slurm]
 partition = "debug"
 time = "00:05:00"
-cpu_bind = "none"
 [workload]
 model = "mnist_cnn"
 batch_size = 8
@@ -182,6 +181,10 @@ backend = "mpi"
         assert rec["comm_time_s"] == pytest.approx(max(rec["mean_step_time_s"] - rec["compute_time_s"], 0))
         assert rec["gpu"] is None and rec["gpu_reason"] == "device is cpu"
         assert rec["lr"] == pytest.approx(0.01 * p.world_size) and rec["lr_scaled"]
+        # Every rank leaves its provenance, and the socket binding asked for is the one in effect.
+        assert rec["provenance"] == [f"provenance-rank{r}.json" for r in range(p.world_size)]
+        assert all((paths.dir / name).exists() for name in rec["provenance"])
+        assert rec["affinity_ok"] is True, rec["affinity_detail"]
         job = paths.job_script.read_text()
         if p.framework == "horovod":
             assert rec["versions"]["horovod"] == "0.28.1"
@@ -197,3 +200,24 @@ backend = "mpi"
     gloo2 = next(p for p in rd.points() if (p.framework, p.backend, p.nodes) == ("horovod", "gloo", 2))
     assert "MPI_ALLREDUCE" in rd.point(mpi2).timeline.read_text()
     assert "GLOO_ALLREDUCE" in rd.point(gloo2).timeline.read_text()
+
+
+
+@pytest.mark.parametrize("body, message", [
+    # PyPI's torch has no MPI process group; this Horovod is built without CCL.
+    ("[workload]\nbackend = 'mpi'\n[matrix]\nranks_per_node = [1, 2]\n",
+     "point mpi-mlp-b32-n1x1 (and 1 more points like it): DDP backend 'mpi': this torch is built without mpi; "
+     "use gloo, or Horovod's mpi"),
+    ("[workload]\nframework = 'horovod'\nbackend = 'oneccl'\n",
+     "point hvd-oneccl-mlp-b32-n1x1: Horovod backend 'oneccl': this horovod 0.28.1 is built without ccl"),
+])
+def test_unavailable_backends_rejected_at_plan_time(cli, tmp_path, body, message):
+    proc = cli("plan", str(write(tmp_path / "bad.toml", body)), "--run-dir", str(tmp_path / "r"))
+    assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "r").exists()  # nothing planned, nothing to clean up
+
+
+def test_modules_defer_the_check_to_the_job(cli, tmp_path):
+    # Inside the job, `module load` may bring an MPI-enabled torch: the planner cannot know, so it plans.
+    body = "[slurm]\nmodules = ['torch-mpi/2.4']\n[workload]\nbackend = 'mpi'\n"
+    assert cli("plan", str(write(tmp_path / "m.toml", body)), "--run-dir", str(tmp_path / "r")).returncode == 0

@@ -26,18 +26,14 @@ import copy
 import os
 import socket
 import time
-from datetime import timedelta
 from typing import Any
 
+from hpcbench.workloads.common import BackendUnavailable, init_process_group
 from hpcbench.workloads.config import TrainConfig
 from hpcbench.workloads.distenv import DistEnv
 
 RENDEZVOUS_PORT_OFFSET = 20000
 HOROVOD_MAP = {"mpi": ("mpi", "mpi"), "gloo": ("gloo", "gloo"), "nccl": ("mpi", "mpi"), "oneccl": ("mpi", "ccl")}
-
-
-class BackendUnavailable(RuntimeError):
-    """The requested framework/backend cannot run on this node; the job ends at start."""
 
 
 class Framework:
@@ -66,28 +62,12 @@ class DDP(Framework):
 
     def __init__(self, cfg: TrainConfig, env: DistEnv) -> None:
         super().__init__(cfg, env)
-        import torch
         import torch.distributed as dist
 
-        backend = cfg.backend
-        if backend == "nccl" and not (cfg.device == "cuda" and torch.cuda.is_available()):
-            raise BackendUnavailable("backend 'nccl' needs CUDA GPUs, and none is visible to this rank")
-        if backend == "mpi" and not dist.is_mpi_available():
-            raise BackendUnavailable("backend 'mpi': this torch was built without MPI support "
-                                     "(use gloo, or framework = \"horovod\" for MPI)")
-        if backend == "gloo" and not dist.is_gloo_available():
-            raise BackendUnavailable("backend 'gloo': this torch was built without Gloo")
-        if backend == "oneccl":
-            try:
-                import oneccl_bindings_for_pytorch  # noqa: F401  (registers the "ccl" backend)
-            except ImportError:
-                raise BackendUnavailable("backend 'oneccl' needs oneccl_bindings_for_pytorch, "
-                                         "which is not installed") from None
-        dist.init_process_group(
-            backend="ccl" if backend == "oneccl" else backend,
-            init_method=f"tcp://{env.master_addr}:{env.master_port}",
-            rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=cfg.timeout_s),
-        )
+        if cfg.backend == "oneccl":
+            import oneccl_bindings_for_pytorch  # noqa: F401  (registers the "ccl" process group)
+        # Availability was checked by common.require(); a missing peer times out, never hangs.
+        init_process_group(cfg.backend, env, cfg.timeout_s)
         self._dist = dist
 
     def wrap(self, model: Any, opt: Any) -> tuple[Any, Any]:
@@ -114,21 +94,9 @@ class Horovod(Framework):
 
     def __init__(self, cfg: TrainConfig, env: DistEnv, timeline: str | None = None) -> None:
         super().__init__(cfg, env)
-        try:
-            import horovod.torch as hvd
-        except ImportError as e:
-            raise BackendUnavailable(f"framework 'horovod': horovod.torch does not import ({e}); "
-                                     "build it with scripts/horovod.sh") from None
-        import torch
+        import horovod.torch as hvd  # its build flags were checked by common.require()
 
         backend = cfg.backend
-        built = {"mpi": hvd.mpi_built(), "gloo": hvd.gloo_built(), "nccl": hvd.nccl_built(),
-                 "oneccl": hvd.ccl_built()}
-        if not built[backend]:
-            raise BackendUnavailable(f"backend {backend!r}: this Horovod build has no "
-                                     f"{'CCL' if backend == 'oneccl' else backend.upper()} support")
-        if backend == "nccl" and not (cfg.device == "cuda" and torch.cuda.is_available()):
-            raise BackendUnavailable("backend 'nccl' needs CUDA GPUs, and none is visible to this rank")
         controller, cpu_ops = HOROVOD_MAP[backend]
         os.environ["HOROVOD_CONTROLLER"] = controller
         os.environ["HOROVOD_CPU_OPERATIONS"] = cpu_ops

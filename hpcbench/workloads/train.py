@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
-import socket
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-from hpcbench import __version__
+from hpcbench import provenance
 from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
-from hpcbench.schema import ErrorRecord, RankInfo, ResultRecord
+from hpcbench.schema import ResultRecord
 from hpcbench.workloads import frameworks, gpumon
+from hpcbench.workloads.common import check_world, guarded_main, rank_info, require, versions
 from hpcbench.workloads.config import TrainConfig
 from hpcbench.workloads.data import batches
-from hpcbench.workloads.distenv import DistEnv, from_environ
+from hpcbench.workloads.distenv import DistEnv
 from hpcbench.workloads.gpumon import GpuSampler
 from hpcbench.workloads.models import MODELS, build_model
 from hpcbench.workloads.stats import mean_ci95
@@ -39,21 +37,6 @@ MEASUREMENT = (
     "throughput = per-rank batch * world size / mean step time; CI: Student-t 95% half-width of the mean "
     "step time over the timed steps, carried to throughput by the delta method (hw_thr = thr * hw_t / t)"
 )
-
-
-def _versions() -> dict[str, str | None]:
-    import torch
-
-    out: dict[str, str | None] = {"hpcbench": __version__, "python": platform.python_version(),
-                                  "torch": torch.__version__}
-    for mod in ("torchvision", "horovod"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except ImportError:
-            out[mod] = None
-    nccl = torch.cuda.nccl.version() if torch.cuda.is_available() else None
-    out["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else (str(nccl) if nccl else None)
-    return out
 
 
 def _timed_steps(n_warmup: int, n: int, step: Any, sync: Any, sampler: Any = None) -> list[float]:
@@ -79,13 +62,14 @@ def _slowest(fw: frameworks.Framework, times: list[float]) -> list[float]:
 def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     import torch
 
+    require(cfg.framework, cfg.backend, cfg.device)
     torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", "1")))
     started = utcnow()
     paths = PointPaths(Path(cfg.out))
+    # Written now, so that a rank that crashes still says where it ran; completed at the end.
+    prov = provenance.start(paths.provenance(env.rank), env.rank, env.local_rank)
     cuda = cfg.device == "cuda"
     if cuda:
-        if not torch.cuda.is_available():
-            raise frameworks.BackendUnavailable("device 'cuda' requested, but torch sees no GPU on this node")
         torch.cuda.set_device(env.local_rank)
     device = torch.device("cuda", env.local_rank) if cuda else torch.device("cpu")
 
@@ -125,10 +109,8 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
             n = min(cfg.steps, COMPUTE_STEPS_MAX)
             compute = _slowest(fw, _timed_steps(min(cfg.warmup_steps, 1), n, make_step(compute_model, copt), sync))
         gpus = fw.allgather((gpu.samples, gpu.source, gpu.reason))
-        me = RankInfo(rank=env.rank, local_rank=env.local_rank, hostname=socket.gethostname(),
-                      slurm_node=os.environ.get("SLURMD_NODENAME"), pid=os.getpid(),
-                      cpus=sorted(os.sched_getaffinity(0)))
-        ranks = fw.allgather(me)
+        ranks = fw.allgather(rank_info(env))
+        provs = fw.allgather(prov.finish())
         if env.rank == 0 and cfg.checkpoint:
             _save_checkpoint(paths.checkpoint, model, train_opt, cfg)
     finally:
@@ -138,6 +120,7 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
         return None
     mean, hw = mean_ci95(per_step)
     gpu_util, gpu_reason = gpumon.summarize(gpus)
+    affinity_ok, affinity_detail = provenance.affinity_summary(provs)
     samples = cfg.batch_size * env.world_size
     comm_time = compute_time = comm_fraction = None
     if fw.name == "none":
@@ -153,7 +136,7 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
         warmup_steps=cfg.warmup_steps, steps=cfg.steps, step_times_s=per_step, mean_step_time_s=mean,
         throughput=samples / mean, throughput_per_rank=cfg.batch_size / mean,
         ranks=sorted(ranks, key=lambda r: r.rank), started_at=started, finished_at=utcnow(),
-        job_id=env.job_id, measurement=MEASUREMENT, versions=_versions(),
+        job_id=env.job_id, measurement=MEASUREMENT, versions=versions(),
         kind="train", data=cfg.data, scaling=cfg.scaling, global_batch_size=cfg.global_batch_size,
         lr=lr, lr_scaled=cfg.lr_scaling,
         step_time_ci95_s=hw,
@@ -163,6 +146,8 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
         comm_method=fw.comm_method if comm_time is not None else None,
         gpu=gpu_util, gpu_reason=gpu_reason,
         timeline=paths.timeline.name if timeline and paths.timeline.exists() else None,
+        affinity_ok=affinity_ok, affinity_detail=affinity_detail,
+        provenance=[paths.provenance(d["rank"]).name for d in sorted(provs, key=lambda d: d["rank"])],
     )
     atomic_write_json(paths.result, rec.to_dict())
     return rec
@@ -179,29 +164,16 @@ def _save_checkpoint(path: Path, model: Any, opt: Any, cfg: TrainConfig) -> None
 
 def main(argv: list[str] | None = None) -> int:
     cfg = TrainConfig.from_argv(argv)
-    rank = -1
-    try:
-        env = from_environ()
-        rank = env.rank
-        if env.world_size != cfg.nodes * cfg.ranks_per_node:
-            raise RuntimeError(
-                f"the launcher started {env.world_size} ranks, but the point asks for "
-                f"{cfg.nodes} x {cfg.ranks_per_node}; check --nodes/--ntasks-per-node"
-            )
+
+    def body(env: DistEnv) -> int:
+        check_world(env, cfg.nodes, cfg.ranks_per_node)
         rec = run(cfg, env)
         if rec is not None:
             print(f"hpcbench: {cfg.label}: {rec.throughput:.1f} samples/s, "
                   f"{rec.mean_step_time_s * 1e3:.2f} ms/step over {rec.world_size} ranks", flush=True)
         return 0
-    except Exception as e:  # every failure leaves a record with its reason, never just a dead job
-        traceback.print_exc()
-        lines = str(e).strip().splitlines()
-        # Microseconds: the earliest failure across ranks is the root cause, the rest are its echoes.
-        err = ErrorRecord(point_id=cfg.point_id, rank=max(rank, 0), hostname=socket.gethostname(),
-                          error_type=type(e).__name__, message=lines[0] if lines else type(e).__name__,
-                          traceback=traceback.format_exc(), time=utcnow("microseconds"))
-        atomic_write_json(PointPaths(Path(cfg.out)).error(max(rank, 0)), err.to_dict())
-        return 2 if isinstance(e, frameworks.BackendUnavailable) else 1
+
+    return guarded_main(cfg.out, cfg.point_id, body)
 
 
 if __name__ == "__main__":
