@@ -8,6 +8,8 @@ def num(v: float | None, digits: int = 2) -> str:
         return "—"
     if abs(v) >= 1000:
         return f"{v:,.0f}"
+    if 0 < abs(v) < 10 ** -digits:  # small bandwidths (CPU allreduce of a few bytes) must not read as zero
+        return f"{v:.2g}"
     return f"{v:.{digits}f}"
 
 
