@@ -67,11 +67,45 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
-    from hpcbench.rundir import RunDir
+    from hpcbench.errors import ConfigError
+    from hpcbench.report import summarize as sm
 
-    rc = _print_summary(RunDir.open(Path(args.run_dir)), args.format)
-    # Failed points are reported, not an error of this command; --strict makes them one.
-    return rc if args.strict else 0
+    if args.compare:
+        if args.paths:
+            raise ConfigError("give either PATH... or --compare OLD NEW, not both")
+        return _compare(args)
+    report = sm.build(args.paths, baseline=args.baseline, references=args.references, cluster=args.cluster)
+    out = Path(args.out) if args.out else report.default_out()
+    files = sm.write(report, out, plots=not args.no_plots)
+    text = sm.text(report, args.format)
+    print(text, end="" if text.endswith("\n") else "\n")
+    side = sys.stderr if args.format in ("csv", "json") else sys.stdout
+    print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
+    if report.partial:
+        print(report.partial_note(), file=side)
+    bad = [a for a in report.aggs if a.n_ok < len(a.samples)]
+    # Failed points are reported, not an error of this command (--strict makes them one);
+    # a reference regression or an error-level transport check is.
+    return 1 if (report.regressions or report.check_errors or (args.strict and bad)) else 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from hpcbench.report.aggregate import aggregate
+    from hpcbench.report.compare import compare
+    from hpcbench.report.inputs import load
+    from hpcbench.rundir import atomic_write_text
+
+    old, new = (aggregate(load([p], args.cluster).samples) for p in args.compare)
+    table = compare(old, new)
+    fmt = "github" if args.format == "markdown" else args.format
+    text = table.render("csv" if fmt == "json" else fmt)
+    print(f"OLD: {args.compare[0]}\nNEW: {args.compare[1]}\n{text}")
+    if args.out:
+        out = Path(args.out)
+        atomic_write_text(out / "compare.md", f"# {table.title}\n\nOLD: `{args.compare[0]}`  \nNEW: "
+                          f"`{args.compare[1]}`\n\n{table.render('github')}\n")
+        atomic_write_text(out / "compare.csv", table.render("csv"))
+    return 0
 
 
 def cmd_minicluster(args: argparse.Namespace) -> int:
@@ -173,9 +207,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_args(p, with_submit=False)
     p.set_defaults(func=cmd_plan)
 
-    p = verb("summarize", "tables of a run directory (writes summary.csv)")
-    p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
-    p.add_argument("--format", choices=("table", "csv"), default="table")
+    p = verb("summarize", "scaling report of runs or logs: tables, plots, report.md, references")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="a run directory made by 'hpcbench sweep', or log files / folders of logs "
+                        "(Horovod benchmarks, nccl-tests, torchrun)")
+    p.add_argument("--out", help="folder for report.md, plots and records.csv/json "
+                                 "(default: RUN_DIR/report for one run directory, else ./hpcbench-report)")
+    p.add_argument("--format", choices=("table", "markdown", "github", "latex", "csv", "json"), default="table",
+                   help="what is printed: the tables in this format, or the records (csv, json)")
+    p.add_argument("--baseline", choices=("auto", "single-gpu", "single-node", "no-framework"), default="auto",
+                   help="what speedup is relative to (default: the 1-rank point of the same backend and model)")
+    p.add_argument("--references", metavar="FILE", help="TOML of reference values with tolerances; "
+                                                        "exit 1 when a point regresses")
+    p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="ratios between two runs")
+    p.add_argument("--cluster", help="cluster name for references (default: SLURM_CLUSTER_NAME from provenance)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.set_defaults(func=cmd_summarize)
 

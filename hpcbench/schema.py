@@ -6,6 +6,7 @@ so a reader can refuse a record from a future version with a clear message inste
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -52,8 +53,13 @@ def read_json(path: Path, name: str) -> dict[str, Any]:
     return check(doc, name, str(path))
 
 
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _from_dict(cls: type, doc: dict[str, Any]) -> Any:
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return cls(**{k: v for k, v in doc.items() if k in names})
 
 
