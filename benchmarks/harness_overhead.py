@@ -5,7 +5,7 @@
 
 Runs hpcbench's training workload (one rank, ``python -m hpcbench.workloads.train``, exactly the
 command a job runs) and a bare training loop with the same model, batch, optimizer and thread
-count, each in a fresh process, interleaved (A B A B ...) so that drifting machine load hits both
+count, each in a fresh process, interleaved (A B B A A B ...) so that drifting machine load hits both
 alike. The bare loop times all its steps in one go (no per-step synchronisation or bookkeeping).
 Reports the median throughput of each, the ratio hpcbench / bare (goal: >= 0.98), and the median
 of the per-pair ratios (each pair ran back to back).
@@ -96,6 +96,21 @@ def harness(args: argparse.Namespace, tmp: Path, i: int) -> float:
     return float(json.loads((out / "result.json").read_text())["throughput"])
 
 
+def bookkeeping_us(n: int = 100_000) -> float:
+    """The harness's own cost per timed step, in-process and insensitive to machine load: the timed
+    loop of the workload (clock reads, sync call, list append, next batch) around an empty step."""
+    import time
+
+    from hpcbench.workloads.data import batches
+    from hpcbench.workloads.models import MODELS
+    from hpcbench.workloads.train import _timed_steps
+
+    data = batches("synthetic", None, MODELS["mnist_cnn"], 1, 0, 1, "cpu")
+    t0 = time.perf_counter()
+    _timed_steps(0, n, lambda: next(data), lambda: None)
+    return (time.perf_counter() - t0) / n * 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="mnist_cnn")
@@ -109,8 +124,13 @@ def main() -> None:
     h, b = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
-            h.append(harness(args, Path(tmp), i))
-            b.append(bare(args))
+            # A B, then B A: whichever runs first in a pair must not be favoured systematically.
+            if i % 2:
+                b.append(bare(args))
+                h.append(harness(args, Path(tmp), i))
+            else:
+                h.append(harness(args, Path(tmp), i))
+                b.append(bare(args))
             print(f"run {i + 1}/{args.runs}: hpcbench {h[-1]:.1f} samples/s, bare loop {b[-1]:.1f} samples/s",
                   flush=True)
     mh, mb = statistics.median(h), statistics.median(b)
@@ -120,7 +140,11 @@ def main() -> None:
     print(f"ratio hpcbench / bare: {mh / mb:.3f} (goal >= 0.98)")
     # Each pair ran back to back, so its ratio is less exposed to slow drifts of the machine's load.
     pairs = statistics.median(x / y for x, y in zip(h, b))
-    print(f"median of the {args.runs} paired ratios: {pairs:.3f}")
+    print(f"median of the {args.runs} paired ratios: {pairs:.3f}; "
+          f"spread of the ratios: {min(x / y for x, y in zip(h, b)):.2f} to {max(x / y for x, y in zip(h, b)):.2f}")
+    us = bookkeeping_us()
+    print(f"harness bookkeeping per timed step: {us:.2f} us = {us * 1e-6 * mb / args.batch * 100:.4f}% "
+          f"of a bare step ({args.batch / mb * 1e3:.2f} ms)")
 
 
 if __name__ == "__main__":

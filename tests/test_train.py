@@ -251,3 +251,13 @@ def test_lstm_with_horovod_gloo_and_strong_scaling(cli, tmp_path):
     assert (rec["scaling"], rec["global_batch_size"], rec["batch_size"]) == ("strong", 4, 2)
     assert rec["throughput"] == pytest.approx(4 / rec["mean_step_time_s"])
     assert rec["throughput_per_rank"] == pytest.approx(2 / rec["mean_step_time_s"])
+
+
+def test_gpu_samples_pool_over_ranks_or_say_why_not():
+    from hpcbench.workloads.gpumon import GpuSampler, summarize
+
+    util, reason = summarize([([(50.0, 1000.0), (70.0, 2000.0)], "nvml", None), ([(90.0, 1500.0)], "nvml", None)])
+    assert reason is None and (util.util_mean, util.util_min, util.mem_used_mib_max, util.samples) == (70, 50, 2000, 3)
+    with GpuSampler(cuda=False, index=0) as s:
+        pass
+    assert summarize([(s.samples, s.source, s.reason)]) == (None, "device is cpu")
