@@ -32,7 +32,7 @@ hpcbench_horovod_build() {
     fi
     local base=(HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1
                 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 MAKEFLAGS="-j$(nproc)")
-    nccl=$("$VENV/bin/python" -c 'import importlib.util as u; s = u.find_spec("nvidia.nccl"); print(list(s.submodule_search_locations)[0] if s else "")' 2>/dev/null)
+    nccl=$("$VENV/bin/python" -c 'import importlib.util as u; s = u.find_spec("nvidia.nccl"); print(list(s.submodule_search_locations)[0] if s else "")' 2>/dev/null || true)
     if [ "${#cc_env[@]}" -gt 0 ] && [ "${HOROVOD_TRY_NCCL:-1}" = 1 ] && [ -f "$nccl/include/nccl.h" ]; then
         # torch's nvidia-nccl wheel has only libnccl.so.2; CMake's FindNCCL looks for libnccl.so.
         nccl_shim="$work/nccl"
@@ -67,13 +67,13 @@ hpcbench_horovod() {
     "$VENV/bin/python" -c "import horovod.torch" 2>/dev/null && return 0
     local tag whl
     tag=$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
-    whl=$(ls "$HOROVOD_WHEEL_CACHE"/horovod-"$HOROVOD_VERSION"-"$tag"-*.whl 2>/dev/null | head -1)
+    whl=$(ls "$HOROVOD_WHEEL_CACHE"/horovod-"$HOROVOD_VERSION"-"$tag"-*.whl 2>/dev/null | head -1 || true)
     if [ -z "$whl" ]; then
         hpcbench_horovod_build || return $?
         whl=$(ls "$HOROVOD_WHEEL_CACHE"/horovod-"$HOROVOD_VERSION"-"$tag"-*.whl | head -1)
     fi
     echo "== installing $whl"
     "$VENV/bin/python" -m pip install -q --no-deps "$whl" $HOROVOD_RUNTIME_DEPS 2>&1 | grep -v "^WARNING: Location" || true
-    "$VENV/bin/python" -c "import horovod.torch as h; print('horovod', h.__version__, 'mpi', h.mpi_built(), 'gloo', h.gloo_built(), 'nccl', h.nccl_built())" \
+    "$VENV/bin/python" -c "import horovod, horovod.torch as h; print('horovod', horovod.__version__, 'mpi', h.mpi_built(), 'gloo', h.gloo_built(), 'nccl', h.nccl_built())" \
         || { echo "error: horovod installed from $whl but does not import (stale cached wheel? delete it)" >&2; return 2; }
 }

@@ -151,7 +151,6 @@ def test_horovod_mpi_gloo_and_ddp_gloo_on_two_node_slurm(cli, tmp_path, slurm_cl
 [slurm]
 partition = "debug"
 time = "00:05:00"
-cpu_bind = "none"
 [workload]
 model = "mnist_cnn"
 batch_size = 8
@@ -174,6 +173,10 @@ nodes = [1, 2]
         assert rec["comm_time_s"] == pytest.approx(max(rec["mean_step_time_s"] - rec["compute_time_s"], 0))
         assert rec["gpu"] is None and rec["gpu_reason"] == "device is cpu"
         assert rec["lr"] == pytest.approx(0.01 * p.world_size) and rec["lr_scaled"]
+        # Every rank leaves its provenance, and the socket binding asked for is the one in effect.
+        assert rec["provenance"] == [f"provenance-rank{r}.json" for r in range(p.world_size)]
+        assert all((paths.dir / name).exists() for name in rec["provenance"])
+        assert rec["affinity_ok"] is True, rec["affinity_detail"]
         job = paths.job_script.read_text()
         if p.framework == "horovod":
             assert rec["versions"]["horovod"] == "0.28.1"
@@ -195,8 +198,8 @@ nodes = [1, 2]
 @pytest.mark.parametrize("body, message", [
     # PyPI's torch has no MPI process group; this Horovod is built without CCL.
     ("[workload]\nbackend = 'mpi'\n[matrix]\nranks_per_node = [1, 2]\n",
-     "point mpi-mlp-b32-n1x1 (and 1 more points like it): DDP backend 'mpi': this torch is built without mpi; "
-     "use gloo, or Horovod's mpi"),
+     ("point mpi-mlp-b32-n1x1 (and 1 more points like it): DDP backend 'mpi': this torch is built without mpi; "
+      "use gloo, or Horovod's mpi")),
     ("[workload]\nframework = 'horovod'\nbackend = 'oneccl'\n",
      "point hvd-oneccl-mlp-b32-n1x1: Horovod backend 'oneccl': this horovod 0.28.1 is built without ccl"),
 ])
@@ -210,3 +213,43 @@ def test_modules_defer_the_check_to_the_job(cli, tmp_path):
     # Inside the job, `module load` may bring an MPI-enabled torch: the planner cannot know, so it plans.
     body = "[slurm]\nmodules = ['torch-mpi/2.4']\n[workload]\nbackend = 'mpi'\n"
     assert cli("plan", str(write(tmp_path / "m.toml", body)), "--run-dir", str(tmp_path / "r")).returncode == 0
+
+
+def test_models_match_their_references():
+    import torch
+
+    from hpcbench.workloads.models import build_model
+
+    cnn = build_model("mnist_cnn")
+    # Horovod's pytorch_mnist.py Net: conv 1->10 (5x5), conv 10->20 (5x5), fc 320->50, fc 50->10.
+    assert sum(p.numel() for p in cnn.parameters()) == 260 + 5020 + 16050 + 510
+    cifar = build_model("cifar_resnet18")
+    assert tuple(cifar.conv1.weight.shape) == (64, 3, 3, 3) and isinstance(cifar.maxpool, torch.nn.Identity)
+    assert tuple(cifar(torch.randn(2, 3, 32, 32)).shape) == (2, 10)
+    lm = build_model("lstm_lm")
+    assert tuple(lm(torch.randint(0, 10000, (2, 35))).shape) == (2, 35, 10000) and lm.lstm.num_layers == 2
+
+
+def test_lstm_with_horovod_gloo_and_strong_scaling(cli, tmp_path):
+    """Token data and per-position loss, Horovod's Gloo rendezvous without Slurm, the global batch split."""
+    sweep = write(tmp_path / "lm.toml", "[workload]\nframework = 'horovod'\nmodel = 'lstm_lm'\nscaling = 'strong'\n"
+                  "global_batch_size = 4\nsteps = 2\nwarmup_steps = 1\n[matrix]\nranks_per_node = [2]\n")
+    run = tmp_path / "r"
+    proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(run), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [p] = RunDir.open(run).points()
+    rec = json.loads(RunDir.open(run).point(p).result.read_text())
+    assert (rec["framework"], rec["backend"], rec["world_size"]) == ("horovod", "gloo", 2)
+    assert (rec["scaling"], rec["global_batch_size"], rec["batch_size"]) == ("strong", 4, 2)
+    assert rec["throughput"] == pytest.approx(4 / rec["mean_step_time_s"])
+    assert rec["throughput_per_rank"] == pytest.approx(2 / rec["mean_step_time_s"])
+
+
+def test_gpu_samples_pool_over_ranks_or_say_why_not():
+    from hpcbench.workloads.gpumon import GpuSampler, summarize
+
+    util, reason = summarize([([(50.0, 1000.0), (70.0, 2000.0)], "nvml", None), ([(90.0, 1500.0)], "nvml", None)])
+    assert reason is None and (util.util_mean, util.util_min, util.mem_used_mib_max, util.samples) == (70, 50, 2000, 3)
+    with GpuSampler(cuda=False, index=0) as s:
+        pass
+    assert summarize([(s.samples, s.source, s.reason)]) == (None, "device is cpu")
