@@ -51,6 +51,7 @@ fi
     "$PY" -m pip wheel -q --no-build-isolation --no-deps . -w "$DEST/wheel" >"$work/build.log" 2>&1) \
     || { tail -30 "$work/build.log" >&2; echo "error: horovod build failed (log: $work/build.log)" >&2; exit 2; }
 whl=$(ls "$DEST"/wheel/horovod-"$HOROVOD_VERSION"-*.whl)
+rm -rf "$work"  # the downloads and the build tree; kept above when the build fails, for its log
 cat <<EOF
 == done. Install (replaces this venv's Horovod with a superset: MPI, Gloo and oneCCL operations):
     $PY -m pip install --no-deps --force-reinstall $whl
