@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from hpcbench.errors import ConfigError
-from hpcbench.spec import SweepSpec
+from hpcbench.spec import AllreduceSizes, SweepSpec
 
 # Keys added after the first release: hashed only when they differ from these defaults, so every
 # point of an older sweep file keeps its id.
@@ -19,7 +19,7 @@ _NEW_KEY_DEFAULTS: dict[str, Any] = {"data_dir": None, "scaling": "weak", "globa
 
 
 @dataclass(frozen=True)
-class Point:
+class Point(AllreduceSizes):  # the allreduce sizes are hashed into the id of allreduce points only
     """One job: a fully resolved set of measurement parameters."""
 
     id: str
@@ -46,13 +46,6 @@ class Point:
     checkpoint: bool = False
     timeline: bool = False
     comm_split: bool = True
-    # kind = "allreduce" only (defaults elsewhere, and left out of the id, so training ids stay put)
-    min_bytes: int = 8
-    max_bytes: int = 1 << 30
-    step_factor: int = 2
-    dtype: str = "float32"
-    warmup_iters: int = 5
-    iters: int = 20
 
     @property
     def world_size(self) -> int:
@@ -82,7 +75,7 @@ def point_id(params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
-ALLREDUCE_PARAMS = ("min_bytes", "max_bytes", "step_factor", "dtype", "warmup_iters", "iters")
+ALLREDUCE_PARAMS = tuple(f.name for f in fields(AllreduceSizes))
 
 
 def _label(p: dict[str, Any], repeats: int) -> str:

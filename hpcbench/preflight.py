@@ -11,6 +11,7 @@ interpreter does not answer), nothing is rejected and the job checks at start in
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from typing import Any
 
@@ -26,11 +27,12 @@ def needs_probe(p: Point) -> bool:
     return p.framework == "horovod" or (p.framework == "ddp" and p.backend in ("mpi", "oneccl"))
 
 
-def _capabilities(python: str) -> Any:
+def _capabilities(python: str, env: dict[str, str]) -> Any:
     from hpcbench.capabilities import Capabilities
 
     try:
-        out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120, check=True)
+        out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120, check=True,
+                             env=env)
         doc = json.loads(out.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
@@ -44,7 +46,8 @@ def check(spec: SweepSpec, points: list[Point], python: str) -> None:
     todo = [p for p in points if needs_probe(p)]
     if not todo or spec.slurm.modules:
         return
-    caps = _capabilities(python)
+    # The job exports [slurm.env] (LD_LIBRARY_PATH for a oneCCL build, say): probe with it too.
+    caps = _capabilities(python, {**os.environ, **dict(spec.slurm.env)})
     if caps is None:
         return
     from hpcbench.capabilities import unavailable

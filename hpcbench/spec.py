@@ -10,7 +10,7 @@ import difflib
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,8 +64,21 @@ class SlurmSettings:
     sbatch_args: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class AllreduceSizes:
+    """kind = "allreduce": sizes min_bytes, min_bytes*step_factor, ... up to max_bytes. Declared once
+    for the sweep file (Workload), the point (plan.Point) and the rank's command line (AllreduceConfig)."""
+
+    min_bytes: int = 8
+    max_bytes: int = 1 << 30
+    step_factor: int = 2
+    dtype: str = "float32"
+    warmup_iters: int = 5
+    iters: int = 20
+
+
 @dataclass(frozen=True)
-class Workload:
+class Workload(AllreduceSizes):
     kind: str = "train"
     framework: str = "ddp"
     model: str = "mlp"
@@ -84,13 +97,6 @@ class Workload:
     checkpoint: bool = False  # rank 0 writes checkpoint.pt at the end
     timeline: bool = False  # Horovod timeline (HOROVOD_TIMELINE) into the point folder
     comm_split: bool = True  # also time the steps without gradient exchange (compute-only)
-    # kind = "allreduce": message sizes min_bytes, min_bytes*step_factor, ... up to max_bytes
-    min_bytes: int = 8
-    max_bytes: int = 1 << 30
-    step_factor: int = 2
-    dtype: str = "float32"
-    warmup_iters: int = 5
-    iters: int = 20
 
 
 @dataclass(frozen=True)
@@ -221,14 +227,11 @@ def parse_size(v: Any, where: str) -> int:
     return int(m.group(1)) << (10 * " KMGT".index((m.group(2) or " ").upper()))
 
 
+_ALLREDUCE_CHECKERS: dict[str, Checker] = {"min_bytes": parse_size, "max_bytes": parse_size, "step_factor": _int(2),
+                                           "dtype": _choice(DTYPES, "dtype"), "warmup_iters": _int(0),
+                                           "iters": _int(1)}
 ALLREDUCE_FIELDS: dict[str, tuple[Checker, Any]] = {
-    "min_bytes": (parse_size, 8),
-    "max_bytes": (parse_size, 1 << 30),
-    "step_factor": (_int(2), 2),
-    "dtype": (_choice(DTYPES, "dtype"), "float32"),
-    "warmup_iters": (_int(0), 5),
-    "iters": (_int(1), 20),
-}
+    f.name: (_ALLREDUCE_CHECKERS[f.name], f.default) for f in fields(AllreduceSizes)}
 
 
 SWEEP_FIELDS: dict[str, tuple[Checker, Any]] = {

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import DATA, write
+from conftest import CPU_BACKENDS, DATA, NO_DDP_MPI, sweep_ok, write
 
 from hpcbench.errors import ConfigError
 from hpcbench.plan import expand
@@ -120,18 +120,10 @@ step_factor = 8
 warmup_iters = 1
 iters = 3
 [matrix]
-framework = ["ddp", "horovod"]
-backend = ["gloo", "mpi"]
 nodes = [2]
 ranks_per_node = [1]
-[[exclude]]
-framework = "ddp"
-backend = "mpi"
-""")
-    run = tmp_path / "run"
-    proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    rd = RunDir.open(run)
+""" + CPU_BACKENDS + NO_DDP_MPI)
+    rd = sweep_ok(cli, sweep, tmp_path / "run")
     seen = set()
     for p in rd.points():
         paths = rd.point(p)

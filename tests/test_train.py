@@ -9,7 +9,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import write
+from conftest import CPU_BACKENDS, NO_DDP_MPI, sweep_ok, write
 
 from hpcbench.rundir import RunDir
 from hpcbench.workloads.stats import mean_ci95, t975
@@ -158,17 +158,9 @@ steps = 4
 warmup_steps = 1
 timeline = true
 [matrix]
-framework = ["horovod", "ddp"]
-backend = ["mpi", "gloo"]
 nodes = [1, 2]
-[[exclude]]
-framework = "ddp"
-backend = "mpi"
-""")
-    run = tmp_path / "run"
-    proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    rd = RunDir.open(run)
+""" + CPU_BACKENDS + NO_DDP_MPI)
+    rd = sweep_ok(cli, sweep, tmp_path / "run")
     seen = set()
     for p in rd.points():
         paths = rd.point(p)

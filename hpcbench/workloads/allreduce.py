@@ -19,7 +19,6 @@ over Horovod (mpi, gloo, nccl, ccl), with nccl-tests' definitions, printed in al
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from hpcbench import provenance
 from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
 from hpcbench.schema import AllreduceRow, ResultRecord
 from hpcbench.workloads import frameworks
-from hpcbench.workloads.common import check_world, guarded_main, rank_info, require, versions
+from hpcbench.workloads.common import rank_info, rank_main, require, versions
 from hpcbench.workloads.config import AllreduceConfig
 from hpcbench.workloads.distenv import DistEnv
 
@@ -261,18 +260,12 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = AllreduceConfig.from_argv(argv)
+    def summary(rec: ResultRecord) -> str:
+        wrong = sum(r.wrong + (r.oop_wrong or 0) for r in rec.allreduce)
+        return (f"busbw {rec.throughput:.3f} GB/s at {rec.allreduce[-1].size_bytes} B, {wrong} wrong, "
+                f"over {rec.world_size} ranks")
 
-    def body(env: DistEnv) -> int:
-        check_world(env, cfg.nodes, cfg.ranks_per_node)
-        rec = run(cfg, env)
-        if rec is not None:
-            wrong = sum(r.wrong + (r.oop_wrong or 0) for r in rec.allreduce)
-            print(f"hpcbench: {cfg.label}: busbw {rec.throughput:.3f} GB/s at {rec.allreduce[-1].size_bytes} B, "
-                  f"{wrong} wrong, on {socket.gethostname()}", flush=True)
-        return 0
-
-    return guarded_main(cfg.out, cfg.point_id, body)
+    return rank_main(AllreduceConfig.from_argv(argv), run, summary)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from hpcbench import __version__
 from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
@@ -95,3 +96,15 @@ def guarded_main(out: str, point_id: str, body: Callable[[DistEnv], int]) -> int
         write_error(out, point_id, rank, e)
         return 2 if isinstance(e, BackendUnavailable) else 1
 
+
+def rank_main(cfg: Any, run: Callable[[Any, DistEnv], Any], summary: Callable[[Any], str]) -> int:
+    """A workload's main: check the world size, run, and have rank 0 print ``hpcbench: <label>: <summary>``."""
+
+    def body(env: DistEnv) -> int:
+        check_world(env, cfg.nodes, cfg.ranks_per_node)
+        rec = run(cfg, env)
+        if rec is not None:
+            print(f"hpcbench: {cfg.label}: {summary(rec)}", flush=True)
+        return 0
+
+    return guarded_main(cfg.out, cfg.point_id, body)

@@ -7,6 +7,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from hpcbench.plan import Point
+from hpcbench.spec import AllreduceSizes
 
 
 def _bool(text: str) -> bool:
@@ -30,7 +31,8 @@ class RankConfig:
 
     def to_argv(self) -> list[str]:
         argv = []
-        for f in fields(self):  # type: ignore[arg-type]
+        # Keyword-only fields (mixed-in groups such as AllreduceSizes) after the point's own.
+        for f in sorted(fields(self), key=lambda f: f.kw_only):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if f.metadata.get("omit_default") and value == f.default:
                 continue
@@ -79,7 +81,7 @@ class TrainConfig(RankConfig):
 
 
 @dataclass(frozen=True)
-class AllreduceConfig(RankConfig):
+class AllreduceConfig(RankConfig, AllreduceSizes):
     out: str
     point_id: str
     label: str
@@ -88,12 +90,6 @@ class AllreduceConfig(RankConfig):
     device: str
     nodes: int
     ranks_per_node: int
-    min_bytes: int = 8
-    max_bytes: int = 1 << 30
-    step_factor: int = 2
-    dtype: str = "float32"
-    warmup_iters: int = 5
-    iters: int = 20
     timeout_s: int = 300  # start-up and collective timeout: a missing peer ends the job instead of hanging it
 
     prog = "python -m hpcbench.workloads.allreduce"

@@ -21,7 +21,7 @@ from hpcbench import provenance
 from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
 from hpcbench.schema import ResultRecord
 from hpcbench.workloads import frameworks, gpumon
-from hpcbench.workloads.common import check_world, guarded_main, rank_info, require, versions
+from hpcbench.workloads.common import rank_info, rank_main, require, versions
 from hpcbench.workloads.config import TrainConfig
 from hpcbench.workloads.data import batches
 from hpcbench.workloads.distenv import DistEnv
@@ -163,17 +163,8 @@ def _save_checkpoint(path: Path, model: Any, opt: Any, cfg: TrainConfig) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = TrainConfig.from_argv(argv)
-
-    def body(env: DistEnv) -> int:
-        check_world(env, cfg.nodes, cfg.ranks_per_node)
-        rec = run(cfg, env)
-        if rec is not None:
-            print(f"hpcbench: {cfg.label}: {rec.throughput:.1f} samples/s, "
-                  f"{rec.mean_step_time_s * 1e3:.2f} ms/step over {rec.world_size} ranks", flush=True)
-        return 0
-
-    return guarded_main(cfg.out, cfg.point_id, body)
+    return rank_main(TrainConfig.from_argv(argv), run, lambda rec: (
+        f"{rec.throughput:.1f} samples/s, {rec.mean_step_time_s * 1e3:.2f} ms/step over {rec.world_size} ranks"))
 
 
 if __name__ == "__main__":
