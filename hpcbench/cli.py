@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -35,7 +36,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     opts = SweepOptions(backend=args.backend, dry_run=args.dry_run, wait=args.wait,
                         run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
                         poll_s=args.poll, force=getattr(args, "force", False), hold=getattr(args, "hold", False))
-    spec = spec_mod.load(args.file)
+    spec = spec_mod.load(args.file, args.cluster)
     backend = None if opts.dry_run else make_backend(opts.backend, opts.hold)
     if backend is not None:
         backend.check(spec)
@@ -86,11 +87,45 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
-    from hpcbench.rundir import RunDir
+    from hpcbench.errors import ConfigError
+    from hpcbench.report import summarize as sm
 
-    rc = _print_summary(RunDir.open(Path(args.run_dir)), args.format)
-    # Failed points are reported, not an error of this command; --strict makes them one.
-    return rc if args.strict else 0
+    if args.compare:
+        if args.paths:
+            raise ConfigError("give either PATH... or --compare OLD NEW, not both")
+        return _compare(args)
+    report = sm.build(args.paths, baseline=args.baseline, references=args.references, cluster=args.cluster)
+    out = Path(args.out) if args.out else report.default_out()
+    files = sm.write(report, out, plots=not args.no_plots)
+    text = sm.text(report, args.format)
+    print(text, end="" if text.endswith("\n") else "\n")
+    side = sys.stderr if args.format in ("csv", "json") else sys.stdout
+    print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
+    if report.partial:
+        print(report.partial_note(), file=side)
+    bad = [a for a in report.aggs if a.n_ok < len(a.samples)]
+    # Failed points are reported, not an error of this command (--strict makes them one);
+    # a reference regression or an error-level transport check is.
+    return 1 if (report.regressions or report.check_errors or (args.strict and bad)) else 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from hpcbench.report.aggregate import aggregate
+    from hpcbench.report.compare import compare
+    from hpcbench.report.inputs import load
+    from hpcbench.rundir import atomic_write_text
+
+    old, new = (aggregate(load([p], args.cluster).samples) for p in args.compare)
+    table = compare(old, new)
+    fmt = "github" if args.format == "markdown" else args.format
+    text = table.render("csv" if fmt == "json" else fmt)
+    print(f"OLD: {args.compare[0]}\nNEW: {args.compare[1]}\n{text}")
+    if args.out:
+        out = Path(args.out)
+        atomic_write_text(out / "compare.md", f"# {table.title}\n\nOLD: `{args.compare[0]}`  \nNEW: "
+                          f"`{args.compare[1]}`\n\n{table.render('github')}\n")
+        atomic_write_text(out / "compare.csv", table.render("csv"))
+    return 0
 
 
 def _status_table(states: list[PointState]) -> str:
@@ -118,6 +153,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_resubmit(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from hpcbench import spec as spec_mod
     from hpcbench.rundir import RunDir
     from hpcbench.runner import make_backend, render_all
@@ -126,7 +163,11 @@ def cmd_resubmit(args: argparse.Namespace) -> int:
 
     rd = RunDir.open(Path(args.run_dir))
     wanted = parse_states(args.state)
-    spec = spec_mod.parse(rd.sweep_copy.read_text(encoding="utf-8"), str(rd.sweep_copy))
+    # The profile the sweep ran with (--cluster, or the sweep's own cluster key), unless told another.
+    profile = args.cluster or (rd.cluster_ref.read_text(encoding="utf-8").strip() if rd.cluster_ref.exists() else None)
+    spec = spec_mod.parse(rd.sweep_copy.read_text(encoding="utf-8"), str(rd.sweep_copy), profile)
+    # The copy is named sweep.toml; a sweep without [sweep] name took its name from the original file.
+    spec = replace(spec, sweep=replace(spec.sweep, name=rd.sweep_name()))
     name = args.backend
     if name == "auto":  # the backend the run was submitted with
         used = [s.get("backend") for s in rd.submissions().values() if s.get("backend")]
@@ -165,10 +206,56 @@ def cmd_minicluster(args: argparse.Namespace) -> int:
     return rc
 
 
+def cmd_parse(args: argparse.Namespace) -> int:
+    from hpcbench.logs.cli import parse_command
+
+    return parse_command(args.files, args.format)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from hpcbench.logs.cli import check_command
+
+    return check_command(args.files, gpu=args.gpu, provenance=args.provenance, fmt=args.format)
+
+def cmd_data(args: argparse.Namespace) -> int:
+    from hpcbench.workloads.data import fetch
+
+    dest = fetch(args.name, args.dest)
+    _echo(f"{args.name} is in {dest}; set workload.data = \"{args.name}\" and workload.data_dir = \"{dest}\"")
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from hpcbench.report.env import report
+
+    print(report(args.format), end="")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
+    from hpcbench import cluster, doctor
+
+    profile = cluster.load(args.cluster) if args.cluster else None
+    if profile is not None and not args.json:
+        _echo(f"cluster profile {profile.name} ({profile.source})")
+    findings = doctor.run(profile, Path(args.runs_root), job=not args.no_job, timeout_s=args.timeout,
+                          echo=None if args.json else _echo)
+    if args.json:
+        print(json.dumps(doctor.to_json(findings), indent=2))
+    else:
+        print(doctor.format_findings(findings), end="")
+    return 1 if any(f.fails for f in findings) else 0
+
+
 def _add_sweep_args(p: argparse.ArgumentParser, with_submit: bool) -> None:
     p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
     p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
     p.add_argument("--runs-root", default="runs", help="where timestamped run directories go (default: runs)")
+    p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
+                   help="cluster profile (clusters/NAME.toml or a path) in place of the sweep's own; "
+                        "default: $HPCBENCH_CLUSTER")
     if with_submit:
         from hpcbench.runner import BACKEND_CHOICES
 
@@ -208,9 +295,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_args(p, with_submit=False)
     p.set_defaults(func=cmd_plan)
 
-    p = verb("summarize", "tables of a run directory (writes summary.csv)")
-    p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
-    p.add_argument("--format", choices=("table", "csv"), default="table")
+    p = verb("summarize", "scaling report of runs or logs: tables, plots, report.md, references")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="a run directory made by 'hpcbench sweep', or log files / folders of logs "
+                        "(Horovod benchmarks, nccl-tests, torchrun)")
+    p.add_argument("--out", help="folder for report.md, plots and records.csv/json "
+                                 "(default: RUN_DIR/report for one run directory, else ./hpcbench-report)")
+    p.add_argument("--format", choices=("table", "markdown", "github", "latex", "csv", "json"), default="table",
+                   help="what is printed: the tables in this format, or the records (csv, json)")
+    p.add_argument("--baseline", choices=("auto", "single-gpu", "single-node", "no-framework"), default="auto",
+                   help="what speedup is relative to (default: the 1-rank point of the same backend and model)")
+    p.add_argument("--references", metavar="FILE", help="TOML of reference values with tolerances; "
+                                                        "exit 1 when a point regresses")
+    p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="ratios between two runs")
+    p.add_argument("--cluster", help="cluster name for references (default: SLURM_CLUSTER_NAME from provenance)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.set_defaults(func=cmd_summarize)
 
@@ -230,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                    help="default: the backend the run was submitted with")
+    p.add_argument("--cluster", default=None,
+                   help="cluster profile (clusters/NAME.toml or a path); default: the one the sweep used")
     _add_submit_args(p)
     p.set_defaults(func=cmd_resubmit)
 
@@ -237,12 +338,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
     p.set_defaults(func=cmd_cancel)
 
+    p = verb("parse", "read NCCL, nccl-tests, Horovod logs and hpcbench records from any log files")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--format", choices=("json", "table"), default="table")
+    p.set_defaults(func=cmd_parse)
+
+    p = verb("check", "check NCCL transports in logs (exit 1 when an error-level check fails)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--gpu", action="store_true", help="the job used GPUs: a log without NCCL lines is then a warning")
+    p.add_argument("--provenance", action="append", default=[], metavar="JSON",
+                   help="provenance-rank<N>.json of the job (repeatable); its InfiniBand devices count as visible")
+    p.add_argument("--format", choices=("json", "table"), default="table")
+    p.set_defaults(func=cmd_check)
+
+    p = verb("data", "real data sets for the training workload (jobs never download)")
+    p.add_argument("action", choices=("fetch",))
+    p.add_argument("name", choices=("mnist", "cifar10"))
+    p.add_argument("--dest", required=True, help="folder to download into; the sweep's workload.data_dir")
+    p.set_defaults(func=cmd_data)
+
+    p = verb("doctor", "check this login node: Slurm, accounting, MPI plugins, modules, Python, shared run dir")
+    p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
+                   help="also check a cluster profile (partition, srun --mpi plugin, modules); default: $HPCBENCH_CLUSTER")
+    p.add_argument("--runs-root", default="runs", help="where run directories will go (default: runs)")
+    p.add_argument("--no-job", action="store_true",
+                   help="do not submit the probe job; judge the run directory by its filesystem type only")
+    p.add_argument("--timeout", type=float, default=120, help="seconds to wait for the probe job (default: 120)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(func=cmd_doctor)
+
     p = verb("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)")
     p.add_argument("action", choices=("up", "down", "status"))
     from hpcbench.minicluster import DEFAULT_DIR
 
     p.add_argument("--dir", default=str(DEFAULT_DIR), help=f"state, config and logs (default: {DEFAULT_DIR})")
     p.set_defaults(func=cmd_minicluster)
+
+    p = verb("env", "what this node can run (torch.distributed, Horovod build) and its provenance")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_env)
     return ap
 
 

@@ -107,11 +107,11 @@ def _alive(pidfile: Path, name: str) -> int | None:
 
 
 def _pgrep(name: str) -> bool:
-    return subprocess.run(["pgrep", "-x", name], capture_output=True).returncode == 0
+    return subprocess.run(["pgrep", "-x", name], capture_output=True, check=False).returncode == 0
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(argv, capture_output=True, check=False, text=True, env=env, timeout=60)
     if check and proc.returncode != 0:
         raise ClusterError(f"{' '.join(argv)} failed: {(proc.stderr or proc.stdout).strip()}")
     return proc
@@ -232,7 +232,7 @@ def down(root: Path = DEFAULT_DIR, quiet: bool = False) -> list[str]:
         _wait_for("daemons to stop", lambda: not any(_daemons(lay).values()), timeout=20)
         lines.append(f"stopped {', '.join(running)}")
     if lay.munge_mark.exists():
-        subprocess.run(["pkill", "-x", "munged"], capture_output=True)
+        subprocess.run(["pkill", "-x", "munged"], capture_output=True, check=False)
         # Wait, or a quick `up` would find the dying munged "already running" and lose authentication.
         _wait_for("munged to stop", lambda: not _pgrep("munged"), timeout=20)
         lay.munge_mark.unlink()

@@ -15,7 +15,7 @@ from hpcbench.backends.base import Backend
 from hpcbench.errors import ConfigError, SchedulerError
 from hpcbench.launch import launcher_argv, rank_argv
 from hpcbench.plan import Point
-from hpcbench.render import _env, sanitise_job_name
+from hpcbench.render import _env, gpu_request, sanitise_job_name, setup_lines
 from hpcbench.rundir import RunDir, atomic_write_text
 from hpcbench.spec import SweepSpec, time_limit_seconds
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def _step_argv(spec: SweepSpec, rd: RunDir, p: Point, python: str) -> list[str]:
     paths = rd.point(p)
-    srun = launcher_argv(p, spec.slurm)
+    srun = launcher_argv(p, spec.slurm, python)
     # A step uses only the nodes it needs; its output goes to the point's own folder, named by job id.
     srun[1:1] = [f"--nodes={p.nodes}", f"--output={paths.stdout()}", f"--error={paths.stderr()}"]
     return srun + rank_argv(p, str(paths.dir), python)
@@ -44,12 +44,14 @@ def render_pack(spec: SweepSpec, rd: RunDir, n: int, points: list[Point], python
               "argv": _step_argv(spec, rd, p, python)} for p in points]
     # The steps run one after another, so the allocation needs the sum of their limits.
     total = time_limit_seconds(spec.slurm.time) * len(points)
+    gpus = max(p.gpus_per_node for p in points)
     return _env().get_template("pack.sh.j2").render(
         n=n, sweep_name=spec.sweep.name, version=__version__, steps=steps, slurm=spec.slurm,
         script=rd.pack_script(n), stdout=rd.pack_stdout(n), comment=rd.job_comment(f"pack-{n}"),
         job_name=sanitise_job_name(f"hpcb-{spec.sweep.name}-pack-{n}"),
         nodes=max(p.nodes for p in points), ranks_per_node=max(p.ranks_per_node for p in points),
-        gpus_per_node=max(p.gpus_per_node for p in points), time=_slurm_time(total),
+        gpus_per_node=gpus, gpu_request=gpu_request(spec.slurm, gpus), setup=setup_lines(spec.slurm),
+        time=_slurm_time(total),
     )
 
 

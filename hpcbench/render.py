@@ -8,10 +8,47 @@ from functools import lru_cache
 from typing import Any
 
 from hpcbench import __version__
-from hpcbench.launch import launcher_argv, rank_argv
+from hpcbench.launch import Shell, launcher_argv, launcher_prelude, rank_argv
 from hpcbench.plan import Point
 from hpcbench.rundir import PointPaths
 from hpcbench.spec import SlurmSettings, SweepSpec
+
+# Batch shells are not login shells: the module command may be missing. The init files are not
+# written for `set -u`, hence the +u around them.
+MODULE_INIT = (
+    "if ! type module >/dev/null 2>&1; then",
+    "    for f in /etc/profile.d/lmod.sh /usr/share/lmod/lmod/init/bash /etc/profile.d/modules.sh; do",
+    '        if [ -r "$f" ]; then set +u; . "$f"; set -u; break; fi',
+    "    done",
+    "fi",
+)
+
+
+# Most quoted words (flags, numbers, the interpreter) repeat from point to point.
+_quote = lru_cache(maxsize=4096)(shlex.quote)
+
+
+def _q(v: object) -> str:
+    """Shell-quotes a value; a Shell word (hpcbench's own ``"$HOSTS"``) stays as the job's shell must see it."""
+    return v if isinstance(v, Shell) else _quote(str(v))
+
+
+def setup_lines(slurm: SlurmSettings) -> list[str]:
+    """The job's environment set-up, shared by the sbatch template and submitit: modules, then exports."""
+    lines: list[str] = []
+    if slurm.modules or slurm.module_use:
+        lines += [*MODULE_INIT, "set -e  # a module that does not load must stop the job before it runs in the wrong environment"]
+        lines += [f"module use {_q(d)}" for d in slurm.module_use]
+        lines += [f"module load {_q(m)}" for m in slurm.modules]
+        lines += ["set +e", ""]
+    lines += ["export NCCL_DEBUG=INFO", 'export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"']
+    lines += [f"export {k}={_q(v)}" for k, v in slurm.env]
+    return lines
+
+
+def gpu_request(slurm: SlurmSettings, gpus: int) -> str:
+    """The sbatch option that asks for the GPUs, in the site's gres syntax when its profile gives one."""
+    return f"--gres={slurm.gres.format(gpus=gpus)}" if slurm.gres else f"--gpus-per-node={gpus}"
 
 
 @lru_cache(maxsize=1)
@@ -26,8 +63,8 @@ def _env() -> Any:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters["q"] = lambda v: shlex.quote(str(v))
-    env.filters["join_q"] = lambda argv: " ".join(shlex.quote(str(a)) for a in argv)
+    env.filters["q"] = _q
+    env.filters["join_q"] = lambda argv: " ".join(_q(a) for a in argv)
     return env
 
 
@@ -52,7 +89,7 @@ def job_name(spec: SweepSpec, point: Point) -> str:
 # only substitutes its own, already shell-quoted, values for the tokens. NUL never occurs in a sweep
 # value (spec.py refuses it), so a token cannot be forged.
 _TOKEN = re.compile("\x00([a-z_]+)\x00")
-_POINT_KEYS = ("label", "id", "job_script", "job_name", "comment", "nodes", "ranks_per_node", "gpus_per_node",
+_POINT_KEYS = ("label", "id", "job_script", "job_name", "comment", "nodes", "ranks_per_node", "gpu_request",
                "stdout", "stderr", "dir", "launch", "exitcode")
 
 
@@ -60,25 +97,23 @@ _POINT_KEYS = ("label", "id", "job_script", "job_name", "comment", "nodes", "ran
 def _skeleton(slurm: SlurmSettings, sweep_name: str, has_gpus: bool, has_comment: bool) -> str:
     return _env().get_template("job.sh.j2").render(
         pt={k: f"\x00{k}\x00" for k in _POINT_KEYS}, slurm=slurm, sweep_name=sweep_name,
-        version=__version__, has_gpus=has_gpus, has_comment=has_comment,
+        version=__version__, has_gpus=has_gpus, has_comment=has_comment, setup=setup_lines(slurm),
     )
-
-
-# Most quoted words (flags, numbers, the interpreter) repeat from point to point.
-_quote = lru_cache(maxsize=4096)(shlex.quote)
 
 
 def point_values(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None) -> dict[str, str]:
     """Every per-point value of the job script, shell-quoted where a shell or sbatch will read it."""
     q = _quote
-    launch = [" ".join(q(a) for a in launcher_argv(point, spec.slurm))]
+    launch = [" ".join(_q(a) for a in launcher_argv(point, spec.slurm, python))]
     launch += ["    " + line for line in _argv_lines(rank_argv(point, str(paths.dir), python))]
+    # The prelude (torchrun's MASTER_ADDR, horovodrun's HOSTS) is hpcbench's own shell, one line each.
+    launch = [*launcher_prelude(point, spec.slurm, python), " \\\n".join(launch)]
     return {
         "label": point.label, "id": point.id, "job_script": q(str(paths.job_script)),
         "job_name": q(job_name(spec, point)), "comment": q(comment or ""), "nodes": str(point.nodes),
-        "ranks_per_node": str(point.ranks_per_node), "gpus_per_node": str(point.gpus_per_node),
+        "ranks_per_node": str(point.ranks_per_node), "gpu_request": q(gpu_request(spec.slurm, point.gpus_per_node)),
         "stdout": q(str(paths.stdout())), "stderr": q(str(paths.stderr())), "dir": q(str(paths.dir)),
-        "launch": " \\\n".join(launch), "exitcode": q(str(paths.exitcode)),
+        "launch": "\n".join(launch), "exitcode": q(str(paths.exitcode)),
     }
 
 

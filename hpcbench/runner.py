@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from hpcbench import slurmcli
+from hpcbench import cluster, preflight, slurmcli
 from hpcbench.backends.base import Backend
 from hpcbench.errors import ConfigError, SchedulerError
 from hpcbench.plan import Point, expand
@@ -75,7 +75,9 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
     if not points:
         raise ConfigError(f"{spec.path}: the exclude entries remove every point of the matrix",
                           hint="loosen an [[exclude]] entry")
+    cluster.check(spec, points)
     python = spec.slurm.python or sys.executable
+    preflight.check(spec, points, python)
     root = opts.run_dir or RunDir.default_path(opts.runs_root, spec.sweep.name)
     if opts.run_dir and RunDir(root).plan_json.exists():
         from hpcbench.submission import check_same_plan
@@ -87,6 +89,8 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
     else:
         rd = RunDir.create(root, spec.text, spec.sweep.name, points)
         fresh = True
+    if spec.cluster is not None and Path(spec.cluster.source).is_file():
+        atomic_write_text(rd.cluster_ref, f"{Path(spec.cluster.source).resolve()}\n")
     render_all(spec, rd, points, python, fresh)
     return rd, points, python
 

@@ -6,6 +6,7 @@ so a reader can refuse a record from a future version with a clear message inste
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -52,8 +53,13 @@ def read_json(path: Path, name: str) -> dict[str, Any]:
     return check(doc, name, str(path))
 
 
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _from_dict(cls: type, doc: dict[str, Any]) -> Any:
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return cls(**{k: v for k, v in doc.items() if k in names})
 
 
@@ -89,6 +95,11 @@ class AllreduceRow:
     algbw_gbps: float  # GB/s = size / time
     busbw_gbps: float  # algbw * 2 (n-1) / n
     wrong: int  # elements that differ from the expected sum
+    # The same, out of place (Horovod's allreduce; torch.distributed: copy + in-place). The fields above are in place.
+    oop_time_us: float | None = None
+    oop_algbw_gbps: float | None = None
+    oop_busbw_gbps: float | None = None
+    oop_wrong: int | None = None
 
 
 @dataclass(frozen=True)

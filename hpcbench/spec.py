@@ -10,12 +10,15 @@ import difflib
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench.errors import ConfigError
-from hpcbench.workloads.models import MODELS
+from hpcbench.workloads.models import DATASET_SHAPES, MODELS
+
+if TYPE_CHECKING:
+    from hpcbench.cluster import ClusterProfile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,11 +26,12 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 BACKENDS = ("gloo", "mpi", "nccl", "oneccl")
-FRAMEWORKS = ("ddp",)
-KINDS = ("train",)
+FRAMEWORKS = ("ddp", "horovod", "none")
+KINDS = ("train", "allreduce")
 DEVICES = ("cpu", "cuda")
-LAUNCHERS = ("srun", "mpirun")
-DATA = ("synthetic",)
+LAUNCHERS = ("srun", "mpirun", "horovodrun", "torchrun")
+DATA = ("synthetic", "mnist", "cifar10")
+SCALING = ("weak", "strong")
 
 _TIME_RE = re.compile(r"(\d+-)?\d+(:\d{1,2}){0,2}|\d+-\d+")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -45,12 +49,16 @@ class SweepInfo:
 class SlurmSettings:
     partition: str | None = None
     account: str | None = None
+    qos: str | None = None
+    gres: str | None = None  # e.g. "gpu:a100:{gpus}"; None asks with --gpus-per-node
     time: str = "00:30:00"
     cpus_per_task: int = 1
     mem: str | None = None
     launcher: str = "srun"
+    mpi: str | None = None  # srun --mpi plugin (pmix, pmi2, ...); None: the site's MpiDefault
     cpu_bind: str = "sockets"
     python: str | None = None  # None: the interpreter that runs hpcbench
+    module_use: tuple[str, ...] = ()  # `module use` folders, before the loads
     modules: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     sbatch_args: tuple[str, ...] = ()
@@ -59,8 +67,21 @@ class SlurmSettings:
     pack: bool = False  # run the points as job steps inside one allocation of the largest node count
 
 
+@dataclass(frozen=True, kw_only=True)
+class AllreduceSizes:
+    """kind = "allreduce": sizes min_bytes, min_bytes*step_factor, ... up to max_bytes. Declared once
+    for the sweep file (Workload), the point (plan.Point) and the rank's command line (AllreduceConfig)."""
+
+    min_bytes: int = 8
+    max_bytes: int = 1 << 30
+    step_factor: int = 2
+    dtype: str = "float32"
+    warmup_iters: int = 5
+    iters: int = 20
+
+
 @dataclass(frozen=True)
-class Workload:
+class Workload(AllreduceSizes):
     kind: str = "train"
     framework: str = "ddp"
     model: str = "mlp"
@@ -75,6 +96,14 @@ class Workload:
     fail_rank: int = -1  # this rank fails (ranks beyond the world size never exist, so small points run clean)
     fail_step: int = 1  # ... raising at this step (1-based); 0: it never joins the rendezvous
     init_timeout_s: int = 600  # process-group timeout: a lost peer ends the job instead of hanging it
+    # --- training workloads (issue 3) ---
+    data_dir: str | None = None  # real data sets: the folder `hpcbench data fetch` filled
+    scaling: str = "weak"  # weak: batch_size per rank; strong: global_batch_size split over the ranks
+    global_batch_size: int | None = None
+    lr_scaling: bool = True  # lr x world size (Goyal et al.; Horovod's examples do the same)
+    checkpoint: bool = False  # rank 0 writes checkpoint.pt at the end
+    timeline: bool = False  # Horovod timeline (HOROVOD_TIMELINE) into the point folder
+    comm_split: bool = True  # also time the steps without gradient exchange (compute-only)
 
 
 @dataclass(frozen=True)
@@ -93,6 +122,7 @@ class SweepSpec:
     slurm: SlurmSettings
     workload: Workload
     matrix: Matrix = field(default_factory=lambda: Matrix(()))
+    cluster: ClusterProfile | None = None
 
 
 # --- field tables -------------------------------------------------------------------------------
@@ -199,21 +229,55 @@ def _env(v: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+# --- allreduce (kind = "allreduce") ---------------------------------------------------------------
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+_SIZE_RE = re.compile(r"^(\d+)\s*([KMGT]?)(i?B)?$", re.IGNORECASE)
+
+
+def parse_size(v: Any, where: str) -> int:
+    """Bytes from an integer or a string such as "64M" or "1G" (binary multiples, as nccl-tests' -b/-e)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+        return v
+    m = _SIZE_RE.match(v.strip()) if isinstance(v, str) else None
+    if not m or int(m.group(1)) < 1:
+        raise _fail(where, f"expected a size in bytes such as 8, \"64K\", \"1G\", got {_typename(v)} {v!r}")
+    return int(m.group(1)) << (10 * " KMGT".index((m.group(2) or " ").upper()))
+
+
+_ALLREDUCE_CHECKERS: dict[str, Checker] = {"min_bytes": parse_size, "max_bytes": parse_size, "step_factor": _int(2),
+                                           "dtype": _choice(DTYPES, "dtype"), "warmup_iters": _int(0),
+                                           "iters": _int(1)}
+ALLREDUCE_FIELDS: dict[str, tuple[Checker, Any]] = {
+    f.name: (_ALLREDUCE_CHECKERS[f.name], f.default) for f in fields(AllreduceSizes)}
+
+
 SWEEP_FIELDS: dict[str, tuple[Checker, Any]] = {
     "name": (_str(_NAME_RE, "a name of letters, digits, '.', '_' and '-'"), None),
     "description": (_text, ""),
     "repeats": (_int(1), 1),
 }
 
+
+def _gres(v: Any, where: str) -> str:
+    v = _str()(v, where)
+    if "{gpus}" not in v:
+        raise _fail(where, f"{v!r} has no {{gpus}} placeholder (write it as \"gpu:{{gpus}}\" or \"gpu:a100:{{gpus}}\")")
+    return v
+
+
 SLURM_FIELDS: dict[str, tuple[Checker, Any]] = {
     "partition": (_str(), None),
     "account": (_str(), None),
+    "qos": (_str(), None),
+    "gres": (_gres, None),
     "time": (_str(_TIME_RE, "a Slurm time limit (MM, HH:MM:SS, D-HH, D-HH:MM:SS)"), "00:30:00"),
     "cpus_per_task": (_int(1), 1),
     "mem": (_str(re.compile(r"^\d+[KMGT]?$"), "a Slurm memory size such as 16G"), None),
     "launcher": (_choice(LAUNCHERS, "launcher"), "srun"),
+    "mpi": (_str(re.compile(r"^[A-Za-z0-9_.-]+$"), "an srun MPI plugin name (see: srun --mpi=list)"), None),
     "cpu_bind": (_choice(("sockets", "cores", "none"), "cpu binding"), "sockets"),
     "python": (_str(), None),
+    "module_use": (_str_list, ()),
     "modules": (_str_list, ()),
     "env": (_env, ()),
     "sbatch_args": (_sbatch_args, ()),
@@ -236,10 +300,19 @@ WORKLOAD_FIELDS: dict[str, tuple[Checker, Any]] = {
     "fail_rank": (_int(-1), -1),
     "fail_step": (_int(0), 1),
     "init_timeout_s": (_int(1), 600),
+    "data_dir": (_str(), None),
+    "scaling": (_choice(SCALING, "scaling"), "weak"),
+    "global_batch_size": (_int(1), None),
+    "lr_scaling": (_bool, True),
+    "checkpoint": (_bool, False),
+    "timeline": (_bool, False),
+    "comm_split": (_bool, True),
+    **ALLREDUCE_FIELDS,
 }
 
 # Matrix axes: name -> checker for one value. Order here is the order of the plan table.
 MATRIX_AXES: dict[str, Checker] = {
+    "framework": _choice(FRAMEWORKS, "framework"),
     "backend": _choice(BACKENDS, "backend"),
     "model": _choice(tuple(MODELS), "model"),
     "batch_size": _int(1),
@@ -248,7 +321,7 @@ MATRIX_AXES: dict[str, Checker] = {
     "gpus_per_node": _int(1),
 }
 
-SECTIONS = ("sweep", "slurm", "workload", "matrix", "exclude")
+SECTIONS = ("cluster", "sweep", "slurm", "workload", "matrix", "exclude")
 
 
 def _unknown(where: str, key: str, valid: Any) -> ConfigError:
@@ -288,8 +361,24 @@ def _axis_values(name: str, raw: Any, where: str) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def parse(text: str, path: str = "<sweep>") -> SweepSpec:
-    """Validate TOML text into a SweepSpec. Raises ConfigError naming ``path: key``."""
+def _cluster(raw: Any, override: str | None, path: str, p: str) -> ClusterProfile | None:
+    from hpcbench import cluster
+
+    if override:
+        return cluster.load(override, path)
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return cluster.load(raw, path)
+    base = Path(path).resolve().parent
+    return cluster.from_table(raw, f"{p}cluster", f"{path}: [cluster]", base, "inline")
+
+
+def parse(text: str, path: str = "<sweep>", cluster: str | None = None) -> SweepSpec:
+    """Validate TOML text into a SweepSpec. Raises ConfigError naming ``path: key``.
+
+    ``cluster`` names a profile that replaces the sweep's own ``cluster`` key (``--cluster``).
+    """
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -303,7 +392,12 @@ def parse(text: str, path: str = "<sweep>") -> SweepSpec:
     if sweep["name"] is None:
         stem = Path(path).stem
         sweep["name"] = stem if _NAME_RE.fullmatch(stem) else "sweep"
+    profile = _cluster(raw.get("cluster"), cluster, path, p)
     slurm = _section(raw.get("slurm"), "slurm", SLURM_FIELDS, p)
+    if profile is not None:
+        from hpcbench.cluster import merge_slurm
+
+        slurm = merge_slurm(profile, raw.get("slurm") or {}, slurm)
     workload = _section(raw.get("workload"), "workload", WORKLOAD_FIELDS, p)
     matrix = _matrix(raw.get("matrix"), raw.get("exclude"), workload, p)
 
@@ -314,6 +408,7 @@ def parse(text: str, path: str = "<sweep>") -> SweepSpec:
         slurm=SlurmSettings(**slurm),
         workload=Workload(**workload),
         matrix=matrix,
+        cluster=profile,
     )
     _domain_rules(spec, raw.get("matrix"), p)
     return spec
@@ -361,6 +456,12 @@ def _excludes(raw: Any, p: str) -> tuple[dict[str, tuple[Any, ...]], ...]:
 
 
 def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
+    w = spec.workload
+    if w.kind == "allreduce" and w.min_bytes > w.max_bytes:
+        raise _fail(f"{p}workload.max_bytes", f"{w.max_bytes} is smaller than workload.min_bytes = {w.min_bytes}")
+    if w.kind == "allreduce" and "none" in dict(spec.matrix.axes).get("framework", (w.framework,)):
+        where = "matrix.framework" if isinstance(raw_matrix, dict) and "framework" in raw_matrix else "workload.framework"
+        raise _fail(f"{p}{where}", "framework 'none' has no communication to measure; allreduce needs ddp or horovod")
     backends = dict(spec.matrix.axes)["backend"]
     if spec.workload.device == "cpu" and "nccl" in backends:
         # Name the key the user actually wrote: the matrix list, or the workload default.
@@ -369,9 +470,31 @@ def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
         else:
             where = f"{p}workload.backend"
         raise _fail(where, "'nccl' needs workload.device = \"cuda\" (NCCL has no CPU path); use gloo or mpi on CPU")
+    _data_rules(spec, p)
 
 
-def load(path: str | Path) -> SweepSpec:
+def _data_rules(spec: SweepSpec, p: str) -> None:
+    """Training keys that only make sense together (issue 3)."""
+    w = spec.workload
+    if w.data != "synthetic":
+        if w.data_dir is None:
+            raise _fail(f"{p}workload.data_dir", f"data = {w.data!r} reads a folder: set data_dir "
+                        f"(fill it with: hpcbench data fetch {w.data} --dest DIR)")
+        shape = DATASET_SHAPES[w.data]
+        for model in dict(spec.matrix.axes)["model"]:
+            if MODELS[model].input_shape != shape:
+                fits = ", ".join(m.name for m in MODELS.values() if m.input_shape == shape)
+                raise _fail(f"{p}workload.data", f"model {model!r} does not take {w.data} samples "
+                            f"{shape} (models that do: {fits})")
+    if w.scaling == "strong" and w.global_batch_size is None:
+        raise _fail(f"{p}workload.global_batch_size", 'scaling = "strong" needs global_batch_size '
+                    "(split over the ranks of each point)")
+    if w.scaling == "weak" and w.global_batch_size is not None:
+        raise _fail(f"{p}workload.global_batch_size", 'only applies with scaling = "strong" '
+                    "(weak scaling keeps batch_size per rank)")
+
+
+def load(path: str | Path, cluster: str | None = None) -> SweepSpec:
     """Read and validate a sweep file."""
     path = Path(path)
     try:
@@ -380,7 +503,7 @@ def load(path: str | Path) -> SweepSpec:
         raise ConfigError(f"{path}: no such sweep file", hint="give the path of a .toml file, e.g. sweeps/local.toml") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read sweep file: {e}") from None
-    return parse(text, str(path))
+    return parse(text, str(path), cluster)
 
 
 def time_limit_seconds(limit: str) -> int:

@@ -114,7 +114,7 @@ def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:
 def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str | None]:
     """(a line from the job's logs that explains its end, the state that line implies or None)."""
     lines: list[str] = []
-    for log in paths.logs(job_id):
+    for log in paths.logs(job_id=job_id):
         try:
             lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:

@@ -3,18 +3,22 @@
 # the local 2-node Slurm; then the whole suite; then the cluster is stopped again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod"
+APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod cmake g++ shellcheck"
 if [ "$(id -u)" = 0 ]; then
     missing=$(for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
     if [ -n "$missing" ]; then
         echo "== apt-get install $missing"
         apt-get update -qq
+        # shellcheck disable=SC2086  # one word per package
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
     fi
 else
     echo "note: not root, so system packages are not installed and the Slurm tests will fail without them" >&2
 fi
 source scripts/venv.sh
+# Horovod (MPI + Gloo) is built from the sdist once and cached outside the clone; see scripts/horovod.sh.
+source scripts/horovod.sh
+hpcbench_horovod
 # OpenMPI refuses root unless told; CI containers run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 "$VENV/bin/hpcbench" minicluster up

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by demo.sh and test.sh: create .venv with hpcbench and its dependencies, once.
 # torch/torchvision are pinned to the releases this project is tested with (a CUDA build; it runs on CPU too).
 HPCBENCH_PY=${HPCBENCH_PY:-python3}
@@ -8,6 +9,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.hpcbench-stamp" 2>/dev/null)"
     echo "== creating $VENV (torch is large: this takes a minute or two the first time)"
     "$HPCBENCH_PY" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+    # shellcheck disable=SC2086  # one word per pin
     "$VENV/bin/python" -m pip install -q $TORCH_PINS -e ".[test,plots]" 2>&1 | grep -v "^WARNING: Location" || true
     "$VENV/bin/python" -c "import torch, torchvision, hpcbench" \
         || { echo "error: $VENV is incomplete; see the pip output above" >&2; exit 2; }

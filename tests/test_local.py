@@ -33,11 +33,13 @@ def test_local_sweep_runs_and_summarizes(cli, tmp_path):
 
 
 def test_unavailable_backend_fails_fast_with_its_reason(cli, tmp_path):
-    # torch from PyPI has no MPI: the job must end at start with a clear record, not hang.
-    sweep = write(tmp_path / "mpi.toml", "[workload]\nbackend = 'mpi'\nsteps = 2\n[matrix]\nranks_per_node = [2]\n")
+    # torch from PyPI has no MPI: the job must end at start with a clear record, not hang. (The planner
+    # would reject the point, but defers to the job when modules may change the ranks' environment.)
+    sweep = write(tmp_path / "mpi.toml", "[slurm]\nmodules = ['torch-mpi']\n"
+                  "[workload]\nbackend = 'mpi'\nsteps = 2\n[matrix]\nranks_per_node = [2]\n")
     proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=120)
     assert proc.returncode == 1
     [row] = list(csv.DictReader((tmp_path / "run" / "summary.csv").open()))
     assert row["state"] == "FAILED"
-    assert "BackendUnavailable: backend 'mpi': this torch was built without MPI support" in row["reason"]
+    assert "BackendUnavailable: DDP backend 'mpi': this torch is built without mpi" in row["reason"]
     assert "(+1 more ranks failed)" in row["reason"]

@@ -8,10 +8,10 @@ from hpcbench.spec import load, parse
 
 def test_scaling_matrix_product_minus_excludes():
     points = expand(load(REPO / "sweeps" / "scaling.toml"))
-    # 3 backends x 3 node counts x 4 GPU counts, minus gloo and mpi at 4 nodes x 8 GPUs
-    assert len(points) == 3 * 3 * 4 - 2
+    # 2 backends x 3 node counts x 4 GPU counts, minus gloo at 4 nodes x 8 GPUs
+    assert len(points) == 2 * 3 * 4 - 1
     combos = {(p.backend, p.nodes, p.ranks_per_node) for p in points}
-    assert ("gloo", 4, 8) not in combos and ("mpi", 4, 8) not in combos and ("nccl", 4, 8) in combos
+    assert ("gloo", 4, 8) not in combos and ("nccl", 4, 8) in combos
     assert all(p.gpus_per_node == p.ranks_per_node and p.device == "cuda" for p in points)
     assert len({p.id for p in points}) == len(points)
 

@@ -98,3 +98,26 @@ def test_sbatch_reads_the_quoted_directives_as_written(tmp_path, slurm_cluster):
         subprocess.run(["scancel", job], check=True)
     assert "JobName=hpcb-quoting-gloo-mnist_cnn-b32-n2x2" in shown
     assert "Comment=x & 'y'" in shown and "NumNodes=2" in shown and "Partition=debug" in shown
+
+
+@pytest.mark.parametrize("launcher, expect", [
+    ("srun", "srun --ntasks=4 --ntasks-per-node=2 --cpu-bind=sockets '--x=a b' \\\n"),
+    ("mpirun", "mpirun -np 4 --map-by socket --bind-to socket -x NCCL_DEBUG '--x=a b' \\\n"),
+    ("torchrun", "srun --ntasks=2 --ntasks-per-node=1 --cpu-bind=none '--x=a b' /py -m torch.distributed.run "),
+    ("horovodrun", "--mpi-args '--map-by socket --bind-to socket' '--x=a b' \\\n"),
+])
+def test_launcher_args_and_prelude_with_every_launcher(tmp_path, launcher, expect):
+    """issue 6's launcher_args reach each of issue 7's launchers, quoted; the prelude is plain lines before it."""
+    spec = parse(f'[slurm]\nlauncher = "{launcher}"\nlauncher_args = ["--x=a b"]\n'
+                 "[matrix]\nnodes = [2]\nranks_per_node = [2]\n", "l.toml")
+    [point] = expand(spec)
+    text = render_job(spec, point, PointPaths(tmp_path), "/py", "hpcbench:r:p")
+    assert expect in text
+    body = text.split(f"cd {tmp_path}\n", 1)[1]
+    prelude = {"torchrun": "MASTER_ADDR=$(", "horovodrun": "HOSTS=$("}.get(launcher)
+    if prelude:  # shell lines of their own, not continued into the launcher line
+        assert body.startswith(prelude) and not body.splitlines()[0].endswith("\\"), body
+    else:
+        assert body.startswith(launcher), body
+    assert "#SBATCH --comment=hpcbench:r:p\n" in text and "#SBATCH --no-requeue\n" in text
+    subprocess.run(["bash", "-n"], input=text, text=True, check=True)

@@ -98,8 +98,10 @@ def test_hostile_values_on_the_real_slurm(cli, tmp_path, slurm_cluster):
     values = [v for v in payloads(target)]
     env = "\n".join(f"V{i} = {toml_str(v)}" for i, v in enumerate(values))
     srun_ok = toml_str(f"--comment={values[0]}{values[1]}")  # srun takes any text as its step comment
+    # `module use` of a folder that does not exist succeeds; a `module load` that fails stops the job
+    # (issue 7's set -e), so the hostile module path goes through `module use`.
     good = write(tmp_path / "good.toml", f"[slurm]\ntime = \"3\"\nlauncher_args = [{srun_ok}]\n"
-                                         f"modules = [{toml_str(values[2])}]\n[slurm.env]\n{env}\n"
+                                         f"module_use = [{toml_str(values[2])}]\n[slurm.env]\n{env}\n"
                                          "[workload]\nsteps = 2\nwarmup_steps = 1\n")
     proc = cli("sweep", str(good), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(tmp_path / "g"))
     [row] = list(csv.DictReader((tmp_path / "g" / "summary.csv").open()))

@@ -36,6 +36,28 @@ def test_ci_sweep_on_two_node_slurm(cli, tmp_path, slurm_cluster, backend):
     assert sorted((r["slurm_node"], r["local_rank"]) for r in rec["ranks"]) == [
         ("node1", 0), ("node1", 1), ("node2", 0), ("node2", 1)]
     assert rec["job_id"] == subs[two.id]["job_id"]
+    if backend == "sbatch":
+        check_report_of_ci_run(cli, run, tmp_path / "report")
+
+
+def check_report_of_ci_run(cli, run, out):
+    """The scaling report of the real run: both tables, the plots, one tidy row per point."""
+    proc = cli("summarize", str(run), "--out", str(out), "--format", "markdown")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    md = (out / "report.md").read_text()
+    intra = md.split("## Intra-node scaling")[1].split("##")[0]
+    inter = md.split("## Inter-node scaling")[1].split("##")[0]
+    assert intra.count("| ddp ") == 2 and inter.count("| ddp ") == 2, md
+    assert "| 1.00 " in intra and "100%" in intra  # the 1-rank baseline against itself
+    assert "Baseline (auto)" in md and "weak (batch/rank 32)" in md
+    for png in ("scalability.png", "speedup_efficiency.png", "comm_compute.png"):
+        assert (out / png).stat().st_size > 10_000 and f"]({png})" in md
+    rows = list(csv.DictReader((out / "records.csv").open()))
+    assert len(rows) == 4 and all(float(r["throughput"]) > 0 and r["step_time_ci95_ms"] for r in rows)
+    assert {r["nodes_seen"] for r in rows if r["nodes"] == "2"} == {"node1 node2"}
+    assert "## Findings" in md and "best at 4 GPUs (ranks), mlp: ddp-gloo" in md
+    # the real job logs were read: gloo on CPU uses no NCCL, which the transport section says once
+    assert "4 CPU point(s) have no NCCL lines" in md
 
 
 @pytest.mark.slurm

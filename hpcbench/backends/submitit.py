@@ -1,17 +1,15 @@
 from __future__ import annotations
 
 import math
-import shlex
 from typing import Any
 
 from hpcbench.backends.base import Backend
 from hpcbench.errors import ConfigError, SchedulerError
-from hpcbench.launch import WORKLOAD_MODULE
+from hpcbench.launch import WORKLOAD_CONFIG, WORKLOAD_MODULE, launcher_argv
 from hpcbench.plan import Point
-from hpcbench.render import job_name
+from hpcbench.render import job_name, setup_lines
 from hpcbench.rundir import PointPaths
 from hpcbench.spec import SweepSpec, time_limit_seconds
-from hpcbench.workloads.config import TrainConfig
 
 
 def run_rank(kind: str, argv: list[str]) -> int:
@@ -52,31 +50,34 @@ class SubmititBackend(Backend):
             raise SchedulerError("submitit is not installed", hint="pip install submitit, or use --backend sbatch") from None
         s = spec.slurm
         ex = submitit.SlurmExecutor(folder=paths.submitit_dir, max_num_timeout=0, python=python)
-        setup = [f"module load {shlex.quote(m)}" for m in s.modules]
-        setup += ["export NCCL_DEBUG=INFO", 'export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"']
-        setup += [f"export {k}={shlex.quote(v)}" for k, v in s.env]
-        params: dict[str, Any] = dict(
-            job_name=job_name(spec, point),
-            nodes=point.nodes,
-            ntasks_per_node=point.ranks_per_node,
-            cpus_per_task=s.cpus_per_task,
-            time=max(1, math.ceil(time_limit_seconds(s.time) / 60)),
-            setup=setup,
-            srun_args=[f"--cpu-bind={s.cpu_bind}"],
+        setup = [line for line in setup_lines(s) if line]
+        srun = launcher_argv(point, s, python)
+        assert srun[:3] == ["srun", f"--ntasks={point.world_size}", f"--ntasks-per-node={point.ranks_per_node}"]
+        params: dict[str, Any] = {
+            "job_name": job_name(spec, point),
+            "nodes": point.nodes,
+            "ntasks_per_node": point.ranks_per_node,
+            "cpus_per_task": s.cpus_per_task,
+            "time": max(1, math.ceil(time_limit_seconds(s.time) / 60)),
+            "setup": setup,
+            # The job script's srun flags (--mpi, --cpu-bind, launcher_args); submitit sets the task counts.
+            "srun_args": srun[3:],
             # The comment names run and point, so a re-run finds jobs whose id was never recorded.
-            additional_parameters={**_sbatch_args(s.sbatch_args),
-                                   **({"comment": self.comment(point.id)} if self.comment else {})},
-        )
-        for key in ("partition", "account", "mem"):
+            "additional_parameters": {**_sbatch_args(s.sbatch_args),
+                                      **({"comment": self.comment(point.id)} if self.comment else {})},
+        }
+        for key in ("partition", "account", "qos", "mem"):
             if getattr(s, key):
                 params[key] = getattr(s, key)
-        if point.gpus_per_node:
+        if point.gpus_per_node and s.gres:
+            params["gres"] = s.gres.format(gpus=point.gpus_per_node)
+        elif point.gpus_per_node:
             params["gpus_per_node"] = point.gpus_per_node
         ex.update_parameters(**params)
-        argv = TrainConfig.from_point(point, str(paths.dir)).to_argv()
+        argv = WORKLOAD_CONFIG[point.kind].from_point(point, str(paths.dir)).to_argv()
         try:
             job = ex.submit(run_rank, point.kind, argv)
-        except Exception as e:  # submitit wraps sbatch failures in its own types
+        except Exception as e:  # noqa: BLE001 - submitit wraps sbatch failures in its own types
             raise SchedulerError(f"submitit could not submit {point.label}: {str(e).strip().splitlines()[-1]}") from None
         return str(job.job_id)
 

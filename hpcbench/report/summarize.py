@@ -1,68 +1,152 @@
-"""Summary of a run: one row per point (failed and missing ones included), speedup and efficiency."""
+"""summarize: inputs -> Samples -> aggregated points -> baseline -> tables, findings, plots, report files.
+
+Failed, missing and running points stay rows with their state and reason; a run still in the queue
+gives a partial report that says so.
+"""
 
 from __future__ import annotations
 
-import math
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from hpcbench.report.tables import format_table
+from hpcbench.report import baseline as baseline_mod
+from hpcbench.report import findings as fnd
+from hpcbench.report.aggregate import Agg, aggregate
+from hpcbench.report.inputs import Inputs, load
+from hpcbench.report.samples import TIDY_COLUMNS, tidy_row
+from hpcbench.report.tables import Table, format_table
 from hpcbench.rundir import RunDir, atomic_write_text
-from hpcbench.state import PointState, collect, live_states
 
-CSV_COLUMNS = (
-    "point_id", "label", "backend", "model", "batch_size", "nodes", "ranks_per_node", "world_size", "repeat",
-    "state", "ok", "job_id", "step_time_ms", "throughput", "throughput_per_rank", "speedup", "efficiency",
-    "nodes_seen", "reason",
-)
-TABLE_COLUMNS = ("backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
+# The short table `hpcbench sweep --wait` prints when the run ends.
+TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
                  "throughput", "speedup", "efficiency", "reason")
-TABLE_HEADERS = ("backend", "model", "nodes", "ranks/node", "ranks", "state", "step ms", "samples/s",
+TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks", "state", "step ms", "samples/s",
                  "speedup", "efficiency", "reason")
 
 
-def _row(s: PointState) -> dict[str, Any]:
-    p, r = s.point, s.result
-    return {
-        "point_id": p.id, "label": p.label, "backend": p.backend, "model": p.model, "batch_size": p.batch_size,
-        "nodes": p.nodes, "ranks_per_node": p.ranks_per_node, "world_size": p.world_size, "repeat": p.repeat,
-        "state": s.state, "ok": s.ok, "job_id": s.job_id,
-        "step_time_ms": r.mean_step_time_s * 1e3 if r else None,
-        "throughput": r.throughput if r else None,
-        "throughput_per_rank": r.throughput_per_rank if r else None,
-        "nodes_seen": " ".join(r.slurm_nodes) if r else None,
-        "reason": s.reason or None,
+@dataclass
+class Report:
+    inputs: Inputs
+    aggs: list[Agg]
+    baseline: baseline_mod.BaselineResult
+    tables: list[Table]
+    findings: dict[str, list[str]]
+    check_errors: int = 0  # error-level transport checks
+    regressions: int = 0  # references that failed
+    plots: dict[str, str] = field(default_factory=dict)
+    _tidy: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def partial(self) -> bool:
+        return self.inputs.partial
+
+    def tidy(self) -> list[dict[str, Any]]:
+        if self._tidy is None:
+            self._tidy = [tidy_row(s) for s in self.inputs.samples]
+        return self._tidy
+
+    def default_out(self) -> Path:
+        """RUN_DIR/report for a single run directory, else ./hpcbench-report."""
+        rds = self.inputs.run_dirs
+        only_run = len(rds) == 1 and all(s.source == str(rds[0].root) for s in self.inputs.samples)
+        return rds[0].report_dir if only_run else Path("hpcbench-report")
+
+    def partial_note(self) -> str:
+        live = [s for s in self.inputs.samples if not s.final]
+        return (f"PARTIAL RESULT: {len(live)} of {len(self.inputs.samples)} points are still queued or running "
+                f"({', '.join(sorted({s.state for s in live}))}); figures will change") if live else ""
+
+
+def build(paths: list[str | Path], baseline: str = "auto", references: str | Path | None = None,
+          cluster: str | None = None, inputs: Inputs | None = None) -> Report:
+    from hpcbench.report import references as refs_mod
+    from hpcbench.report.tables_allreduce import allreduce
+    from hpcbench.report.tables_env import environment
+    from hpcbench.report.tables_scaling import comm_compute, gpu_util, intra_inter, placement
+    from hpcbench.report.tables_transport import transports
+
+    refs = refs_mod.load(references) if references else None  # a bad file is an error before any work
+    inputs = inputs or load(paths, cluster)
+    aggs = aggregate(inputs.samples)
+    base = baseline_mod.apply(aggs, baseline)
+    intra, inter = intra_inter(aggs)
+    for t in (intra, inter):
+        t.notes += base.missing
+    trans, check_findings = transports(aggs)
+    env, differs = environment(inputs.samples)
+    gpu, gpu_warn = gpu_util(aggs)
+    tables = [intra, inter, allreduce(aggs), trans, env, comm_compute(aggs), placement(aggs), gpu]
+    regressions = 0
+    if refs is not None:
+        ref_table, regressions = refs_mod.check(refs, aggs)
+        tables.append(ref_table)
+    findings = {
+        "best backend at each scale": fnd.best_at_each_scale(aggs),
+        "efficiency at the largest scale": fnd.efficiency_at_largest(aggs),
+        "suspicious speedups": fnd.superlinear(aggs),
+        "transport problems": fnd.transport_problems(check_findings),
+        "environment differences between nodes": differs,
+        "GPU utilisation": gpu_warn,
+        "points without a result (failed, missing or not finished)": fnd.failed_points(aggs),
+        "references": [f"{regressions} reference check(s) failed"] if regressions else [],
+        "inferred from logs": inputs.notes,
     }
+    return Report(inputs, aggs, base, tables, findings,
+                  check_errors=sum(f.severity == "error" for f in check_findings), regressions=regressions)
 
 
-def summary_rows(states: list[PointState]) -> list[dict[str, Any]]:
-    """Rows with speedup = throughput / throughput of the 1-rank point of the same backend, model and batch."""
-    import pandas as pd
+def records_json(rows: list[dict[str, Any]]) -> str:
+    """A JSON array, one record per line: json's C encoder only runs without indent, 10x faster."""
+    return "[\n" + ",\n".join(json.dumps(r, default=str) for r in rows) + "\n]\n"
 
-    rows = [_row(s) for s in states]
-    if not rows:
-        return []
-    df = pd.DataFrame(rows)
-    key = ["backend", "model", "batch_size"]
-    ok = df[df.ok & (df.world_size == 1)]
-    base = ok.groupby(key)["throughput"].mean().rename("baseline")
-    df = df.merge(base, left_on=key, right_index=True, how="left")
-    df["speedup"] = df["throughput"] / df["baseline"]
-    df["efficiency"] = df["speedup"] / df["world_size"]
-    records = df.drop(columns="baseline").to_dict("records")
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in records]
+
+def text(report: Report, fmt: str = "table") -> str:
+    """Everything for the terminal: the tables in ``fmt``, or the tidy records as CSV or JSON."""
+    if fmt == "csv":
+        return format_table(report.tidy(), TIDY_COLUMNS, fmt="csv")
+    if fmt == "json":
+        return records_json(report.tidy())
+    from hpcbench.report.markdown import tables_text
+
+    return tables_text(report, fmt)
+
+
+def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
+    """report.md, the PNG plots, records.csv and records.json (one row per point x repeat) into ``out``."""
+    from hpcbench.report.markdown import report_md
+
+    out.mkdir(parents=True, exist_ok=True)
+    if plots:
+        from hpcbench.report.plots import write_all
+
+        report.plots = write_all(report.aggs, out, report.baseline.mode)
+    rows = report.tidy()
+    csv_text = format_table(rows, TIDY_COLUMNS, fmt="csv")
+    atomic_write_text(out / "records.csv", csv_text)
+    atomic_write_text(out / "records.json", records_json(rows))
+    atomic_write_text(out / "report.md", report_md(report))
+    for rd in report.inputs.run_dirs:  # the run directory keeps its own summary.csv, as before
+        mine = [r for r in rows if r["source"] == str(rd.root)]
+        atomic_write_text(rd.summary_csv, csv_text if len(mine) == len(rows) else
+                          format_table(mine, TIDY_COLUMNS, fmt="csv"))
+    return [out / "report.md", out / "records.csv", out / "records.json",
+            *(out / n for n, v in report.plots.items() if v == "written")]
 
 
 def summarize(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
-    """Return the rendered summary and its rows; write summary.csv into the run directory."""
-    rows = summary_rows(collect(rd, live_states(rd)))
-    atomic_write_text(rd.summary_csv, format_table(rows, CSV_COLUMNS, fmt="csv"))
+    """The short end-of-sweep summary of one run; writes summary.csv into the run directory."""
+    from hpcbench.report.inputs import run_samples
+
+    samples = run_samples(rd)
+    baseline_mod.apply(aggregate(samples), "auto")
+    rows = [tidy_row(s) for s in samples]
+    atomic_write_text(rd.summary_csv, format_table(rows, TIDY_COLUMNS, fmt="csv"))
     if fmt == "csv":
-        return format_table(rows, CSV_COLUMNS, fmt="csv"), rows
-    shown = [dict(r, reason=_clip(r.get("reason"))) for r in rows]
+        return format_table(rows, TIDY_COLUMNS, fmt="csv"), rows
+    from hpcbench.report.fmt import clip
+
+    shown = [dict(r, reason=clip(r.get("reason"), 70) or None) for r in rows]
     return format_table(shown, TABLE_COLUMNS, TABLE_HEADERS), rows
 
-
-def _clip(text: str | None, width: int = 70) -> str | None:
-    if text and len(text) > width:
-        return text[: width - 1] + "…"
-    return text

@@ -1,6 +1,6 @@
 """Where am I in the job? Rank, world size and the rendezvous address, from the launcher's environment.
 
-Precedence: OpenMPI's variables (under mpirun, SLURM_PROCID is the orted's, not the rank's), then
+Precedence: torchrun's variables, then OpenMPI's (under mpirun, SLURM_PROCID is the orted's, not the rank's), then
 PMI/PMIx, then Slurm's. MASTER_ADDR/MASTER_PORT win when set (torchrun, the local backend).
 """
 
@@ -24,7 +24,7 @@ class DistEnv:
     master_addr: str
     master_port: int
     job_id: str | None
-    launcher: str  # which variables it came from: openmpi, pmi, slurm, single
+    launcher: str  # which variables it came from: torchrun, openmpi, pmi, slurm, single
 
 
 def expand_hostlist(expr: str) -> list[str]:
@@ -57,7 +57,7 @@ def resolve_addr(name: str) -> str:
     except OSError:
         pass
     try:
-        out = subprocess.run(["scontrol", "show", "node", name], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(["scontrol", "show", "node", name], capture_output=True, check=False, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired) as e:
         raise RuntimeError(f"cannot resolve rendezvous host {name!r}: not in DNS, and scontrol failed ({e})") from None
     m = re.search(r"\bNodeAddr=(\S+)", out)
@@ -76,7 +76,14 @@ def _first_int(env: Mapping[str, str], *names: str) -> int | None:
 
 def from_environ(env: Mapping[str, str] | None = None) -> DistEnv:
     env = os.environ if env is None else env
-    if "OMPI_COMM_WORLD_RANK" in env:
+    if "TORCHELASTIC_RUN_ID" in env:
+        # torchrun runs inside one srun task per node, so SLURM_PROCID is the node's, not the rank's.
+        launcher = "torchrun"
+        rank = int(env["RANK"])
+        world = int(env["WORLD_SIZE"])
+        local = int(env.get("LOCAL_RANK", 0))
+        node_rank = _first_int(env, "GROUP_RANK") or 0
+    elif "OMPI_COMM_WORLD_RANK" in env:
         launcher = "openmpi"
         rank = int(env["OMPI_COMM_WORLD_RANK"])
         world = int(env["OMPI_COMM_WORLD_SIZE"])

@@ -1,88 +1,92 @@
-"""One rank of a DDP training point on synthetic data: ``python -m hpcbench.workloads.train --help``.
+"""One rank of a training point (DDP, Horovod or no framework): ``python -m hpcbench.workloads.train --help``.
 
-Measurement: each step (zero_grad, forward, backward with DDP's allreduce, optimizer step) is timed
-on the host between device synchronisations. Warm-up steps are run but not kept. After the run the
-per-step times of all ranks are gathered and, for each step, the slowest rank's time is kept: a
-synchronous data-parallel step is as slow as its slowest rank. Throughput = batch_size x world_size
-/ mean step time.
+Measurement: each step (next batch, zero_grad, forward, backward with the gradient exchange,
+optimizer step) is timed on the host between device synchronisations. Warm-up steps are run but
+not kept. After the run the per-step times of all ranks are gathered and, for each step, the
+slowest rank's time is kept: a synchronous data-parallel step is as slow as its slowest rank.
+Then the same steps run on an unwrapped copy of the model (no gradient exchange) to split each
+step into compute and communication; see frameworks.py for what each backend exercises.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import platform
-import socket
 import sys
 import time
-import traceback
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from hpcbench import __version__
+from hpcbench import provenance
 from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
-from hpcbench.schema import ErrorRecord, RankInfo, ResultRecord
+from hpcbench.schema import ResultRecord
+from hpcbench.workloads import frameworks, gpumon
+from hpcbench.workloads.common import rank_info, rank_main, require, versions
 from hpcbench.workloads.config import TrainConfig
-from hpcbench.workloads.distenv import DistEnv, from_environ
+from hpcbench.workloads.data import batches
+from hpcbench.workloads.distenv import DistEnv
+from hpcbench.workloads.gpumon import GpuSampler
 from hpcbench.workloads.models import MODELS, build_model
+from hpcbench.workloads.stats import mean_ci95
+
+COMPUTE_STEPS_MAX = 50  # compute-only steps for the comm/compute split: enough for a stable mean
 
 MEASUREMENT = (
-    "host wall time per step between device synchronisations (zero_grad+forward+backward/allreduce+step); "
-    "warm-up steps excluded; per step the slowest rank; throughput = batch_size*world_size/mean step time"
+    "host wall time per step between device synchronisations (next batch + zero_grad + forward + backward "
+    "with the gradient exchange + optimizer step); warm-up steps excluded; per step the slowest rank; "
+    "throughput = per-rank batch * world size / mean step time; CI: Student-t 95% half-width of the mean "
+    "step time over the timed steps, carried to throughput by the delta method (hw_thr = thr * hw_t / t)"
 )
 
 
-class BackendUnavailable(RuntimeError):
-    pass
+def _timed_steps(n_warmup: int, n: int, step: Any, sync: Any, sampler: Any = None) -> list[float]:
+    """Run warm-up then ``n`` timed steps; the sampler (GPU monitor) covers only the timed ones."""
+    for _ in range(n_warmup):
+        step()
+    sync()
+    times = []
+    with sampler if sampler is not None else contextlib.nullcontext():
+        for _ in range(n):
+            t0 = time.perf_counter()
+            step()
+            sync()
+            times.append(time.perf_counter() - t0)
+    return times
 
 
 class InjectedFault(RuntimeError):
     """Raised on purpose (TrainConfig.fail_rank / fail_step) to test how failures are reported."""
 
 
-def _check_backend(backend: str, device: str) -> None:
-    import torch
-    import torch.distributed as dist
-
-    if backend == "nccl" and (device != "cuda" or not torch.cuda.is_available()):
-        raise BackendUnavailable("backend 'nccl' needs CUDA GPUs, and none is visible to this rank")
-    if backend == "mpi" and not dist.is_mpi_available():
-        raise BackendUnavailable("backend 'mpi': this torch was built without MPI support (use gloo, or Horovod)")
-    if backend == "gloo" and not dist.is_gloo_available():
-        raise BackendUnavailable("backend 'gloo': this torch was built without Gloo")
-    if backend == "oneccl":
-        try:
-            import oneccl_bindings_for_pytorch  # noqa: F401
-        except ImportError:
-            raise BackendUnavailable("backend 'oneccl' needs oneccl_bindings_for_pytorch, which is not installed") from None
-    if device == "cuda" and not torch.cuda.is_available():
-        raise BackendUnavailable("device 'cuda' requested, but torch sees no GPU on this node")
+def _slowest(fw: frameworks.Framework, times: list[float]) -> list[float]:
+    """Per step, the slowest rank's time: a synchronous step is as slow as its slowest rank."""
+    return [max(col) for col in zip(*fw.allgather(times))]
 
 
-def _versions() -> dict[str, str | None]:
-    import torch
+def _with_fault(cfg: TrainConfig, rank: int, step: Any) -> Any:
+    """``step``, raising InjectedFault at step ``cfg.fail_step`` (1-based, warm-up included) on ``cfg.fail_rank``."""
+    if rank != cfg.fail_rank:
+        return step
+    count = 0
 
-    out: dict[str, str | None] = {"hpcbench": __version__, "python": platform.python_version(),
-                                  "torch": torch.__version__}
-    try:
-        import torchvision
-
-        out["torchvision"] = torchvision.__version__
-    except ImportError:
-        out["torchvision"] = None
-    nccl = torch.cuda.nccl.version() if torch.cuda.is_available() else None
-    out["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else (str(nccl) if nccl else None)
-    return out
+    def faulty() -> None:
+        nonlocal count
+        count += 1
+        if count == cfg.fail_step:
+            raise InjectedFault(f"injected failure of rank {rank} at step {count}")
+        step()
+    return faulty
 
 
 def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     import torch
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
-    _check_backend(cfg.backend, cfg.device)
+    require(cfg.framework, cfg.backend, cfg.device)
     torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", "1")))
     started = utcnow()
+    paths = PointPaths(Path(cfg.out))
+    # Written now, so that a rank that crashes still says where it ran; completed at the end.
+    prov = provenance.start(paths.provenance(env.rank), env.rank, env.local_rank)
     cuda = cfg.device == "cuda"
     if cuda:
         torch.cuda.set_device(env.local_rank)
@@ -94,87 +98,95 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
 
     if env.rank == cfg.fail_rank and cfg.fail_step == 0:
         raise SystemExit(0)  # injected fault: this rank is lost before the rendezvous; the others time out
-    dist.init_process_group(
-        backend="ccl" if cfg.backend == "oneccl" else cfg.backend,
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=cfg.timeout_s),
-    )
+    timeline = str(paths.timeline) if cfg.timeline and cfg.framework == "horovod" else None
+    fw = frameworks.make(cfg, env, timeline)
     try:
-        torch.manual_seed(0)  # same initial weights everywhere; DDP also broadcasts rank 0's
+        torch.manual_seed(0)  # same initial weights everywhere; DDP and Horovod also broadcast rank 0's
         info = MODELS[cfg.model]
         model = build_model(cfg.model).to(device)
-        ddp = DDP(model, device_ids=[env.local_rank] if cuda else None)
-        opt = torch.optim.SGD(ddp.parameters(), lr=cfg.lr, momentum=0.9)
+        compute_model = frameworks.compute_only_copy(model) if cfg.comm_split and fw.name != "none" else None
+        lr = cfg.lr * env.world_size if cfg.lr_scaling else cfg.lr
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        train_model, train_opt = fw.wrap(model, opt)
         loss_fn = torch.nn.CrossEntropyLoss()
-        gen = torch.Generator().manual_seed(1000 + env.rank)
-        x = torch.randn((cfg.batch_size, *info.input_shape), generator=gen).to(device)
-        y = torch.randint(0, info.num_classes, (cfg.batch_size,), generator=gen).to(device)
+        data = batches(cfg.data, cfg.data_dir, info, cfg.batch_size, env.rank, env.world_size, device)
 
-        times = []
-        for step in range(1, cfg.warmup_steps + cfg.steps + 1):
-            if env.rank == cfg.fail_rank and step == cfg.fail_step:
-                raise InjectedFault(f"injected failure of rank {env.rank} at step {step}")
-            sync()
-            t0 = time.perf_counter()
-            opt.zero_grad(set_to_none=True)
-            loss_fn(ddp(x), y).backward()
-            opt.step()
-            sync()
-            times.append(time.perf_counter() - t0)
-        timed = torch.tensor(times[cfg.warmup_steps:], dtype=torch.float64, device=device)
-        gathered = [torch.zeros_like(timed) for _ in range(env.world_size)]
-        dist.all_gather(gathered, timed)
-        per_step = torch.stack(gathered).max(dim=0).values.cpu().tolist()
+        def make_step(m: Any, o: Any) -> Any:
+            def step() -> None:
+                x, y = next(data)
+                o.zero_grad()  # set_to_none is the default; Horovod's optimizer takes no argument
+                out = m(x)
+                if info.tokens:  # a prediction per position: (batch*seq, vocab) against (batch*seq,)
+                    out, y = out.reshape(-1, info.num_classes), y.reshape(-1)
+                loss_fn(out, y).backward()
+                o.step()
+            return step
 
-        me = RankInfo(rank=env.rank, local_rank=env.local_rank, hostname=socket.gethostname(),
-                      slurm_node=os.environ.get("SLURMD_NODENAME"), pid=os.getpid(),
-                      cpus=sorted(os.sched_getaffinity(0)))
-        ranks: list[Any] = [None] * env.world_size
-        dist.all_gather_object(ranks, me)
+        gpu = GpuSampler(cuda, env.local_rank)
+        per_step = _slowest(fw, _timed_steps(cfg.warmup_steps, cfg.steps,
+                                            _with_fault(cfg, env.rank, make_step(train_model, train_opt)), sync, gpu))
+        compute = None
+        if compute_model is not None:
+            copt = torch.optim.SGD(compute_model.parameters(), lr=lr, momentum=0.9)
+            n = min(cfg.steps, COMPUTE_STEPS_MAX)
+            compute = _slowest(fw, _timed_steps(min(cfg.warmup_steps, 1), n, make_step(compute_model, copt), sync))
+        gpus = fw.allgather((gpu.samples, gpu.source, gpu.reason))
+        ranks = fw.allgather(rank_info(env))
+        provs = fw.allgather(prov.finish())
+        if env.rank == 0 and cfg.checkpoint:
+            _save_checkpoint(paths.checkpoint, model, train_opt, cfg)
     finally:
-        dist.destroy_process_group()
+        fw.close()
 
     if env.rank != 0:
         return None
-    mean = sum(per_step) / len(per_step)
+    mean, hw = mean_ci95(per_step)
+    gpu_util, gpu_reason = gpumon.summarize(gpus)
+    affinity_ok, affinity_detail = provenance.affinity_summary(provs)
+    samples = cfg.batch_size * env.world_size
+    comm_time = compute_time = comm_fraction = None
+    if fw.name == "none":
+        comm_time, compute_time, comm_fraction = 0.0, mean, 0.0
+    elif compute:
+        compute_time = sum(compute) / len(compute)
+        comm_time = max(mean - compute_time, 0.0)
+        comm_fraction = comm_time / mean
     rec = ResultRecord(
         point_id=cfg.point_id, label=cfg.label, framework=cfg.framework, backend=cfg.backend, model=cfg.model,
         device=cfg.device, batch_size=cfg.batch_size, nodes=env.nnodes,
         ranks_per_node=env.world_size // max(env.nnodes, 1), world_size=env.world_size,
         warmup_steps=cfg.warmup_steps, steps=cfg.steps, step_times_s=per_step, mean_step_time_s=mean,
-        throughput=cfg.batch_size * env.world_size / mean, throughput_per_rank=cfg.batch_size / mean,
+        throughput=samples / mean, throughput_per_rank=cfg.batch_size / mean,
         ranks=sorted(ranks, key=lambda r: r.rank), started_at=started, finished_at=utcnow(),
-        job_id=env.job_id, measurement=MEASUREMENT, versions=_versions(),
+        job_id=env.job_id, measurement=MEASUREMENT, versions=versions(),
+        kind="train", data=cfg.data, scaling=cfg.scaling, global_batch_size=cfg.global_batch_size,
+        lr=lr, lr_scaled=cfg.lr_scaling,
+        step_time_ci95_s=hw,
+        throughput_ci95=None if hw is None else samples / mean * hw / mean,
+        throughput_per_rank_ci95=None if hw is None else cfg.batch_size / mean * hw / mean,
+        comm_time_s=comm_time, compute_time_s=compute_time, comm_fraction=comm_fraction,
+        comm_method=fw.comm_method if comm_time is not None else None,
+        gpu=gpu_util, gpu_reason=gpu_reason,
+        timeline=paths.timeline.name if timeline and paths.timeline.exists() else None,
+        affinity_ok=affinity_ok, affinity_detail=affinity_detail,
+        provenance=[paths.provenance(d["rank"]).name for d in sorted(provs, key=lambda d: d["rank"])],
     )
-    atomic_write_json(PointPaths(Path(cfg.out)).result, rec.to_dict())
+    atomic_write_json(paths.result, rec.to_dict())
     return rec
 
 
+def _save_checkpoint(path: Path, model: Any, opt: Any, cfg: TrainConfig) -> None:
+    import torch
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "model_name": cfg.model,
+                "steps": cfg.warmup_steps + cfg.steps}, tmp)
+    os.replace(tmp, path)  # atomic, like every other file of the point
+
+
 def main(argv: list[str] | None = None) -> int:
-    cfg = TrainConfig.from_argv(argv)
-    rank = -1
-    try:
-        env = from_environ()
-        rank = env.rank
-        if env.world_size != cfg.nodes * cfg.ranks_per_node:
-            raise RuntimeError(
-                f"the launcher started {env.world_size} ranks, but the point asks for "
-                f"{cfg.nodes} x {cfg.ranks_per_node}; check --nodes/--ntasks-per-node"
-            )
-        rec = run(cfg, env)
-        if rec is not None:
-            print(f"hpcbench: {cfg.label}: {rec.throughput:.1f} samples/s, "
-                  f"{rec.mean_step_time_s * 1e3:.2f} ms/step over {rec.world_size} ranks", flush=True)
-        return 0
-    except Exception as e:  # every failure leaves a record with its reason, never just a dead job
-        traceback.print_exc()
-        lines = str(e).strip().splitlines()
-        # Microseconds: the earliest failure across ranks is the root cause, the rest are its echoes.
-        err = ErrorRecord(point_id=cfg.point_id, rank=max(rank, 0), hostname=socket.gethostname(),
-                          error_type=type(e).__name__, message=lines[0] if lines else type(e).__name__,
-                          traceback=traceback.format_exc(), time=utcnow("microseconds"))
-        atomic_write_json(PointPaths(Path(cfg.out)).error(max(rank, 0)), err.to_dict())
-        return 2 if isinstance(e, BackendUnavailable) else 1
+    return rank_main(TrainConfig.from_argv(argv), run, lambda rec: (
+        f"{rec.throughput:.1f} samples/s, {rec.mean_step_time_s * 1e3:.2f} ms/step over {rec.world_size} ranks"))
 
 
 if __name__ == "__main__":

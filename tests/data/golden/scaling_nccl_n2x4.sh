@@ -16,8 +16,15 @@
 
 set -uo pipefail
 
+if ! type module >/dev/null 2>&1; then
+    for f in /etc/profile.d/lmod.sh /usr/share/lmod/lmod/init/bash /etc/profile.d/modules.sh; do
+        if [ -r "$f" ]; then set +u; . "$f"; set -u; break; fi
+    done
+fi
+set -e  # a module that does not load must stop the job before it runs in the wrong environment
 module load cuda/12.4
 module load nccl/2.21
+set +e
 
 export NCCL_DEBUG=INFO
 export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"

@@ -1,0 +1,151 @@
+"""Does the harness slow training down? Prints figures; not a test.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/harness_overhead.py [--model mnist_cnn] [--batch 64]
+        [--threads 1] [--steps 200] [--runs 5] [--framework none|ddp]
+
+Runs hpcbench's training workload (one rank, ``python -m hpcbench.workloads.train``, exactly the
+command a job runs) and a bare training loop with the same model, batch, optimizer and thread
+count, each in a fresh process, interleaved (A B B A A B ...) so that drifting machine load hits both
+alike. The bare loop times all its steps in one go (no per-step synchronisation or bookkeeping).
+Reports the median throughput of each, the ratio hpcbench / bare (goal: >= 0.98), and the median
+of the per-pair ratios (each pair ran back to back).
+
+With ``--framework ddp`` both sides wrap the model in DDP over Gloo with one rank, so the ratio
+isolates the harness, not DDP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+BARE = r"""
+import os, sys, time, torch
+from hpcbench.workloads.models import MODELS, build_model
+model_name, batch, steps, warmup, threads, framework = sys.argv[1:7]
+batch, steps, warmup, threads = int(batch), int(steps), int(warmup), int(threads)
+torch.set_num_threads(threads)
+info = MODELS[model_name]
+torch.manual_seed(0)
+model = build_model(model_name)
+if framework == "ddp":
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", rank=0, world_size=1)
+    model = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+loss_fn = torch.nn.CrossEntropyLoss()
+# The same synthetic batch as the workload's (made once, outside the loop, on both sides).
+from hpcbench.workloads.data import batches
+x, y = next(batches("synthetic", None, info, batch, 0, 1, torch.device("cpu")))
+def step():
+    opt.zero_grad()
+    out = model(x)
+    if info.tokens:
+        loss_fn(out.reshape(-1, info.num_classes), y.reshape(-1)).backward()
+    else:
+        loss_fn(out, y).backward()
+    opt.step()
+for _ in range(warmup):
+    step()
+t0 = time.perf_counter()
+for _ in range(steps):
+    step()
+print(batch * steps / (time.perf_counter() - t0))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(threads: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "OMPI_", "PMI", "MASTER_"))}
+    env.update(OMP_NUM_THREADS=str(threads), SLURM_CPUS_PER_TASK=str(threads), MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(_free_port()), PYTHONPATH=f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}")
+    return env
+
+
+def bare(args: argparse.Namespace) -> float:
+    out = subprocess.run([sys.executable, "-c", BARE, args.model, str(args.batch), str(args.steps),
+                          str(args.warmup), str(args.threads), args.framework],
+                         capture_output=True, text=True, env=_env(args.threads), check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def harness(args: argparse.Namespace, tmp: Path, i: int) -> float:
+    out = tmp / f"h{i}"
+    argv = [sys.executable, "-m", "hpcbench.workloads.train", "--out", str(out), "--point-id", f"bench{i}",
+            "--label", "bench", "--model", args.model, "--backend", "gloo", "--device", "cpu",
+            "--batch-size", str(args.batch), "--steps", str(args.steps), "--warmup-steps", str(args.warmup),
+            "--lr", "0.01", "--nodes", "1", "--ranks-per-node", "1", "--framework", args.framework]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(args.threads), cwd=REPO,
+                          check=False)
+    if proc.returncode:
+        raise SystemExit(f"hpcbench workload failed:\n{proc.stderr[-2000:]}")
+    return float(json.loads((out / "result.json").read_text())["throughput"])
+
+
+def bookkeeping_us(n: int = 100_000) -> float:
+    """The harness's own cost per timed step, in-process and insensitive to machine load: the timed
+    loop of the workload (clock reads, sync call, list append, next batch) around an empty step."""
+    import time
+
+    from hpcbench.workloads.data import batches
+    from hpcbench.workloads.models import MODELS
+    from hpcbench.workloads.train import _timed_steps
+
+    data = batches("synthetic", None, MODELS["mnist_cnn"], 1, 0, 1, "cpu")
+    t0 = time.perf_counter()
+    _timed_steps(0, n, lambda: next(data), lambda: None)
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="mnist_cnn")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--framework", choices=("none", "ddp"), default="none")
+    args = ap.parse_args()
+    h, b = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.runs):
+            # A B, then B A: whichever runs first in a pair must not be favoured systematically.
+            if i % 2:
+                b.append(bare(args))
+                h.append(harness(args, Path(tmp), i))
+            else:
+                h.append(harness(args, Path(tmp), i))
+                b.append(bare(args))
+            print(f"run {i + 1}/{args.runs}: hpcbench {h[-1]:.1f} samples/s, bare loop {b[-1]:.1f} samples/s",
+                  flush=True)
+    mh, mb = statistics.median(h), statistics.median(b)
+    print(f"model {args.model}, batch {args.batch}, {args.threads} thread(s), {args.steps} timed steps, "
+          f"framework {args.framework}, {args.runs} interleaved runs each")
+    print(f"median throughput: hpcbench {mh:.1f} samples/s, bare loop {mb:.1f} samples/s")
+    print(f"ratio hpcbench / bare: {mh / mb:.3f} (goal >= 0.98)")
+    # Each pair ran back to back, so its ratio is less exposed to slow drifts of the machine's load.
+    pairs = statistics.median(x / y for x, y in zip(h, b))
+    print(f"median of the {args.runs} paired ratios: {pairs:.3f}; "
+          f"spread of the ratios: {min(x / y for x, y in zip(h, b)):.2f} to {max(x / y for x, y in zip(h, b)):.2f}")
+    us = bookkeeping_us()
+    print(f"harness bookkeeping per timed step: {us:.2f} us = {us * 1e-6 * mb / args.batch * 100:.4f}% "
+          f"of a bare step ({args.batch / mb * 1e3:.2f} ms)")
+
+
+if __name__ == "__main__":
+    main()

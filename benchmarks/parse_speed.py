@@ -1,0 +1,171 @@
+"""How fast is `hpcbench parse` on a big NCCL_DEBUG=INFO log? Prints figures; not a test.
+
+    .venv/bin/python benchmarks/parse_speed.py [--size-mb 1024] [--dir /var/tmp] [--keep]
+
+Writes a log of a 1024-rank job (128 nodes x 8 GPUs) into a temporary folder: per communicator and
+rank the init lines (Bootstrap, NET/IB device list, 'Using network IB', Init START/COMPLETE, nvls
+channel count), ring and tree edges (P2P/IPC/read and SHM inside a node, NET/IB/GDRDMA [send] and
+[receive] between nodes), ring listings on rank 0, per-collective chatter (NCCL_DEBUG_SUBSYS=COLL),
+application lines, and an nccl-tests table with its 1024 'Rank' lines; communicators are created
+again and again (as Megatron-style jobs do) until the file reaches the size. Then, in the same run,
+it times `hpcbench parse FILE --format json` and `grep -c 'NCCL INFO' FILE` (each file read once
+before, so both read from the page cache), and prints the ratio and the parser's peak RSS
+(os.wait4's ru_maxrss of the child). The folder is deleted afterwards unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NODES, GPUS, CHANNELS = 128, 8, 16
+
+
+def _rank_block(rank: int, pids: list[int], rng: random.Random) -> str:
+    """One rank's lines for one communicator; '{tid}' and '{op}' are filled per communicator."""
+    node, dev = divmod(rank, GPUS)
+    host = f"gpu-node-{node:03d}"
+    p = f"{host}:{pids[rank]}:{{tid}} [{dev}] NCCL INFO "
+    n = NODES * GPUS
+    nxt, prv = (rank + 1) % n, (rank - 1) % n
+    lines = [
+        f"{p}Bootstrap : Using ib0:10.{node // 250}.{node % 250}.{dev + 1}<0>",
+        (f"{p}NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; "
+         f"OOB ib0:10.0.{node}.1<0>"),
+        f"{p}Using network IB",
+        (f"{p}ncclCommInitRank comm 0x55d0{rank:04x}{{tid}} rank {rank} nranks {n} cudaDev {dev} nvmlDev {dev} "
+         f"busId {dev + 1}b000 commId 0x{{tid}}ab - Init START"),
+        f"{p}Setting affinity for GPU {dev} to ffff,0000ffff",
+        f"{p}Trees [0] {nxt}/-1/-1->{rank}->{prv} [1] {prv}/-1/-1->{rank}->{nxt}",
+        f"{p}P2P Chunksize set to 524288",
+    ]
+    for c in range(CHANNELS):
+        if nxt // GPUS == node:
+            how = "SHM/direct/direct" if (dev == 3 and c % 8 == 0) else "P2P/IPC/read"
+            lines.append(f"{p}Channel {c:02d}/0 : {rank}[{dev}] -> {nxt}[{nxt % GPUS}] via {how}")
+        else:
+            lines.append(f"{p}Channel {c:02d}/0 : {rank}[{dev}] -> {nxt}[{nxt % GPUS}] [send] via NET/IB/{c % 4}/GDRDMA")
+        if prv // GPUS != node:
+            lines.append(f"{p}Channel {c:02d}/0 : {prv}[{prv % GPUS}] -> {rank}[{dev}] [receive] via NET/IB/{c % 4}/GDRDMA")
+    lines += [f"{p}Connected all rings", f"{p}Connected all trees",
+              f"{p}threadThresholds 8/8/64 | 8192/8/64 | 512 | 512",
+              f"{p}{CHANNELS} coll channels, 0 nvls channels, {CHANNELS} p2p channels, 2 p2p channels per peer",
+              f"{p}comm 0x55d0{rank:04x}{{tid}} rank {rank} nranks {n} cudaDev {dev} busId {dev + 1}b000 - Init COMPLETE"]
+    for k in range(rng.randint(25, 40)):
+        lines.append(f"{p}AllReduce: opCount {{op}}{k:x} sendbuff 0x7f3a{rank:04x}0000 recvbuff 0x7f3a{rank:04x}8000 "
+                     f"count {1 << (k % 20)} datatype 7 op 0 root 0 comm 0x55d0{rank:04x}{{tid}} [nranks={n}] stream 0x55d1")
+    if rank % 97 == 0:
+        lines.append(f"[rank{rank}]: iteration {{op}} | loss 2.{rank % 10}31 | lr 3.0E-04 | step time 412.5 ms")
+    return "\n".join(lines) + "\n"
+
+
+def _header(n: int) -> str:
+    out = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20",
+           "#", "# Using devices"]
+    out += [f"#  Rank {r:4d} Group  0 Pid {4000 + r:6d} on gpu-node-{r // GPUS:03d} device  {r % GPUS} [0x1b] NVIDIA H100"
+            for r in range(n)]
+    return "\n".join(out) + "\n"
+
+
+def _table() -> str:
+    out = ["#                                                              out-of-place                       in-place",
+           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+           "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"]
+    for i in range(3, 34):
+        size = 1 << i
+        t = 20.0 + size / 180e3
+        alg = size / t / 1e3
+        out.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {t:7.1f}  {alg:6.2f}  {alg * 1.998:6.2f}      0"
+                   f"  {t * 1.01:7.1f}  {alg / 1.01:6.2f}  {alg * 1.978:6.2f}      0")
+    out += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 187.321", "#"]
+    return "\n".join(out) + "\n"
+
+
+def generate(path: Path, size: int, seed: int = 1) -> int:
+    rng = random.Random(seed)
+    n = NODES * GPUS
+    pids = [rng.randint(1000, 4_000_000) for _ in range(n)]
+    blocks = [_rank_block(r, pids, rng) for r in range(n)]
+    listing = "".join(f"gpu-node-000:{pids[0]}:{{tid}} [0] NCCL INFO Channel {c:02d}/{CHANNELS} : "
+                      + " ".join(str(r) for r in range(n)) + "\n" for c in range(CHANNELS))
+    written = 0
+    with open(path, "w") as f:
+        f.write("NCCL version 2.21.5+cuda12.4\n")
+        f.write(_header(n))
+        comm = 0
+        while written < size:
+            tid = str(rng.randint(100_000, 999_999))
+            op = f"{comm:x}"
+            parts = [listing.replace("{tid}", tid)]
+            order = list(range(n))
+            # ranks of one node print together, nodes interleave, as an srun/mpirun stdout does
+            rng.shuffle(order)
+            parts += [blocks[r].replace("{tid}", tid).replace("{op}", op) for r in order]
+            text = "".join(parts)
+            f.write(text)
+            written += len(text)
+            comm += 1
+            if comm == 3:
+                f.write(_table())
+    return path.stat().st_size
+
+
+def _timed(cmd: list[str], out) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user + system: steadier on a shared machine), peak RSS (KiB), exit code."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=REPO)
+    _, status, usage = os.wait4(proc.pid, 0)
+    dt = time.perf_counter() - t0
+    return dt, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--dir", default="/var/tmp")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="hpcbench-parse-speed-", dir=args.dir))
+    try:
+        log = tmp / "nccl_1024ranks.log"
+        t0 = time.perf_counter()
+        size = generate(log, args.size_mb << 20)
+        print(f"generated {log} ({size / 1e9:.2f} GB) in {time.perf_counter() - t0:.1f} s")
+        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+        # grep's output goes to a file: with stdout on /dev/null GNU grep stops at the first match.
+        with open(tmp / "grep.out", "w") as gout:
+            g_dt, g_cpu, _, _ = _timed(["grep", "-c", "NCCL INFO", str(log)], gout)
+        if True:
+            out = tmp / "parsed.json"
+            with open(out, "w") as o:
+                p_dt, p_cpu, p_rss, p_rc = _timed([sys.executable, "-m", "hpcbench", "parse", str(log), "--format", "json"], o)
+        if p_rc != 0:
+            sys.exit(f"hpcbench parse failed with exit code {p_rc}")
+        import json
+
+        doc = json.loads(out.read_text())[0]
+        nccl = doc["nccl"]
+        print(f"grep -c 'NCCL INFO': {g_dt:.2f} s, {(tmp / 'grep.out').read_text().strip()} lines ({size / g_dt / 1e9:.2f} GB/s)")
+        print(f"hpcbench parse:      {p_dt:.2f} s ({size / p_dt / 1e6:.0f} MB/s), peak RSS {p_rss / 1024:.0f} MB")
+        print(f"ratio parse/grep:    {p_dt / g_dt:.1f} wall, {p_cpu / max(g_cpu, 1e-3):.1f} CPU "
+              f"(grep {g_cpu:.2f} s, parse {p_cpu:.2f} s CPU)  (goal <= 10; peak RSS goal <= 200 MB)")
+        print(f"found: {len(nccl['hosts'])} hosts, nranks {nccl['nranks']}, transports {nccl['transports']}, "
+              f"{len(nccl['edges'])} distinct edges, network {nccl['network']}, "
+              f"nccl-tests avg {doc['nccl_tests'] and doc['nccl_tests']['avg_busbw']}")
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

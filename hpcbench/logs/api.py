@@ -1,0 +1,77 @@
+"""``parse_file(path) -> dict``: the per-file JSON object of ``hpcbench parse``. Never raises on content;
+what cannot be read becomes a warning on the file. A missing or unreadable file is a LogFileError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hpcbench.errors import HpcbenchError
+from hpcbench.logs import records
+from hpcbench.logs.scan import MAX_LINE, Scanner
+
+WHOLE_JSON_MAX = 64 << 20  # a result.json is small; bigger files are only scanned line by line
+
+
+class LogFileError(HpcbenchError):
+    """A log file given on the command line cannot be opened."""
+
+
+def parse_file(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        f = open(p, "rb")  # noqa: SIM115 - closed below; the errors of opening are told apart here
+    except FileNotFoundError:
+        raise LogFileError(f"{p}: no such file", hint="check the path") from None
+    except IsADirectoryError:
+        raise LogFileError(f"{p}: is a directory", hint="give log files, e.g. DIR/*.out") from None
+    except OSError as e:
+        raise LogFileError(f"{p}: cannot read ({e.strerror})") from None
+    sc = Scanner()
+    with f:
+        head = f.read(1)
+        f.seek(0)
+        try:
+            sc.feed_stream(f)
+        except OSError as e:
+            sc.warnings.append(f"read stopped early: {e.strerror or e}")
+        if head in (b"{", b"[") and not sc.records:
+            try:
+                size = p.stat().st_size
+            except OSError:
+                size = WHOLE_JSON_MAX + 1
+            if size <= WHOLE_JSON_MAX:
+                f.seek(0)
+                sc.records.extend(records.from_document(f.read(), sc.warnings))
+    return build(str(path), sc)
+
+
+def build(name: str, sc: Scanner) -> dict[str, Any]:
+    for r, h in sc.tests.rank_hosts.items():
+        sc.nccl.rank_on(r, h)
+    nccl = sc.nccl.result()
+    tests = sc.tests.result()
+    hosts = set(sc.nccl.hosts) | sc.tests.hosts
+    if nccl is not None:
+        nccl["hosts"] = sorted(hosts)
+    warnings = list(sc.warnings)
+    if sc.lines == 0 or (sc.lines == 1 and not nccl and not tests):
+        warnings.append("empty file" if sc.lines == 0 else "nothing recognised in this file")
+    elif nccl is None and tests is None and sc.horovod.result() is None and not sc.records:
+        warnings.append("nothing recognised in this file (no NCCL, nccl-tests, Horovod or hpcbench records)")
+    if sc.bad_bytes:
+        warnings.append(f"{sc.bad_bytes} bytes are not valid UTF-8 (read as U+FFFD)")
+    if sc.cut_lines:
+        warnings.append(f"{sc.cut_lines} lines longer than {MAX_LINE} bytes were cut")
+    if sc.tests.bad_rows:
+        warnings.append(f"{sc.tests.bad_rows} nccl-tests rows could not be read")
+    return {
+        "file": name,
+        "nccl": nccl,
+        "nccl_tests": tests,
+        "horovod": sc.horovod.result(),
+        "records": sc.records,
+        "hosts": sorted(hosts),
+        "launcher_prefix": sc.launcher_prefix(),
+        "warnings": warnings,
+    }

@@ -1,0 +1,77 @@
+"""The work behind ``hpcbench parse`` and ``hpcbench check`` (cli.py keeps only the argument wiring)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from hpcbench.errors import ConfigError
+from hpcbench.logs.api import parse_file
+from hpcbench.logs.checks import Finding, check_parsed
+
+
+def _parse_all(files: list[str]) -> list[dict[str, Any]]:
+    # Fail before printing anything: a typo in the third name should not leave half a JSON array.
+    for f in files:
+        if not Path(f).exists():
+            raise ConfigError(f"{f}: no such file", hint="check the path")
+        if Path(f).is_dir():
+            raise ConfigError(f"{f}: is a directory", hint="give log files, e.g. DIR/*.out")
+    return [parse_file(f) for f in files]
+
+
+def _summary_row(d: dict[str, Any]) -> list[str]:
+    n = d["nccl"] or {}
+    t = d["nccl_tests"] or {}
+    h = d["horovod"] or {}
+    largest = t.get("largest") or {}
+    return [
+        d["file"], n.get("version") or "-", n.get("network") or "-", ",".join(n.get("transports") or []) or "-",
+        str(len(d["hosts"])), str(len(n.get("edges") or [])),
+        "-" if not t else f"{t.get('collective') or '?'} avg {t.get('avg_busbw')} max {largest.get('oop_busbw', '-')}",
+        "-" if not h else f"{h.get('total_img_sec')} img/s", str(len(d["records"])), str(len(d["warnings"])),
+    ]
+
+
+def parse_command(files: list[str], fmt: str) -> int:
+    docs = _parse_all(files)
+    if fmt == "json":
+        json.dump(docs, sys.stdout, indent=1)
+        print()
+        return 0
+    from hpcbench.report.tables import format_table
+
+    cols = ["file", "nccl", "network", "transports", "hosts", "edges", "nccl-tests", "horovod", "records", "warnings"]
+    print(format_table([dict(zip(cols, _summary_row(d))) for d in docs], cols))
+    for d in docs:
+        for w in d["warnings"]:
+            print(f"warning: {d['file']}: {w}")
+    return 0
+
+
+def check_command(files: list[str], gpu: bool, provenance: list[str], fmt: str) -> int:
+    prov = []
+    for p in provenance:
+        try:
+            prov.append(json.loads(Path(p).read_text()))
+        except FileNotFoundError:
+            raise ConfigError(f"{p}: no such provenance file") from None
+        except ValueError as e:
+            raise ConfigError(f"{p}: not valid JSON ({e})") from None
+    findings: list[Finding] = []
+    docs = _parse_all(files)
+    for d in docs:
+        findings += check_parsed(d, prov or None, gpu=gpu or None)
+        findings += [Finding("warning", "unparsable", w, None, d["file"]) for w in d["warnings"]]
+    if fmt == "json":
+        json.dump([f.to_dict() for f in findings], sys.stdout, indent=1)
+        print()
+    else:
+        for f in findings:
+            print(f"{f.severity}: {f.file}: [{f.rule}] {f.message}" + (f"\n  hint: {f.hint}" if f.hint else ""))
+        errors = sum(f.severity == "error" for f in findings)
+        print(f"{len(files)} files checked: {errors} errors, {sum(f.severity == 'warning' for f in findings)} warnings, "
+              f"{sum(f.severity == 'info' for f in findings)} notes")
+    return 1 if any(f.severity == "error" for f in findings) else 0

@@ -1,0 +1,98 @@
+"""Speedup and efficiency against an explicit baseline, which the report prints.
+
+speedup = throughput / baseline throughput; efficiency = speedup / (ranks / baseline ranks).
+Weak scaling (batch per rank fixed) compares points with the same per-rank batch; strong scaling
+(global batch fixed) compares points with the same global batch. The two are never mixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpcbench.errors import ConfigError
+from hpcbench.report.aggregate import Agg
+
+MODES = ("auto", "single-gpu", "single-node", "no-framework")
+NO_FRAMEWORK = "none"  # framework of the single process run without any communication library
+
+DESCRIPTIONS = {
+    "auto": "the 1-rank point of the same framework, backend, model and batch "
+            "(or, where there is none, that series' smallest measured point, named in the 'baseline' column)",
+    "single-gpu": "the 1-rank (1-GPU) point of the same framework, backend, model and batch",
+    "single-node": "the 1-node point with the same ranks per node, framework, backend, model and batch "
+                   "(efficiency = speedup / nodes)",
+    "no-framework": "the single-process run without any communication library (framework = none) "
+                    "of the same model and batch: the ideal, as in the Isabella measurement",
+}
+
+
+@dataclass
+class BaselineResult:
+    mode: str
+    description: str
+    missing: list[str] = field(default_factory=list)  # series with no baseline, said in the report
+
+
+def scaling_label(a: Any) -> str:
+    if a.scaling == "strong":
+        return f"strong (global batch {a.global_batch_size})" if a.global_batch_size else "strong"
+    return f"weak (batch/rank {a.batch_size})" if a.batch_size else a.scaling
+
+
+def _batch_key(a: Agg) -> tuple[Any, ...]:
+    return (a.scaling, a.global_batch_size if a.scaling == "strong" else a.batch_size)
+
+
+def _series_key(a: Agg) -> tuple[Any, ...]:
+    return (a.cluster, a.framework, a.backend, a.model, a.device, *_batch_key(a))
+
+
+def _pick(mode: str) -> tuple[Callable[[Agg], tuple[Any, ...]], Callable[[Agg], bool]]:
+    """(key of the group the baseline is chosen in, whether a candidate may serve as baseline for a point)."""
+    if mode in ("auto", "single-gpu"):
+        return _series_key, lambda base: base.world_size == 1
+    if mode == "single-node":
+        return (lambda a: (*_series_key(a), a.ranks_per_node)), lambda base: base.nodes == 1
+    return (lambda a: (a.cluster, a.model, a.device, *_batch_key(a))), \
+        lambda base: base.framework == NO_FRAMEWORK and base.world_size == 1
+
+
+def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
+    """Fill speedup, efficiency and baseline of every training row that has a baseline."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown baseline {mode!r} (choose from: {', '.join(MODES)})")
+    key, eligible = _pick(mode)
+    train = [a for a in aggs if a.kind == "train" and a.world_size]
+    groups: dict[tuple[Any, ...], list[Agg]] = {}
+    for a in train:
+        groups.setdefault(key(a), []).append(a)
+    result = BaselineResult(mode, DESCRIPTIONS[mode])
+    for group in groups.values():
+        measured = [a for a in group if a.ok and a.throughput]
+        bases = [a for a in measured if eligible(a)]
+        fallback = False
+        if not bases and mode == "auto" and measured:
+            bases, fallback = [min(measured, key=lambda a: a.world_size)], True
+        if not bases:
+            if mode != "no-framework" or any(a.framework != NO_FRAMEWORK for a in group):
+                result.missing.append(f"{_describe(group[0], mode)}: no measured baseline point; speedup left blank")
+            continue
+        base = bases[0]
+        for a in group:
+            a.base_throughput, a.base_world_size = base.throughput, base.world_size
+            a.baseline = base.name + (" (smallest measured)" if fallback else "")
+            if a.ok and a.throughput:
+                a.speedup = a.throughput / base.throughput
+                a.efficiency = a.speedup / (a.world_size / base.world_size)
+            for s in a.samples:
+                if s.throughput:
+                    s.speedup = s.throughput / base.throughput
+                    s.efficiency = s.speedup / (a.world_size / base.world_size)
+    return result
+
+
+def _describe(a: Agg, mode: str) -> str:
+    what = {"no-framework": "no framework=none 1-rank run", "single-node": f"no 1-node x{a.ranks_per_node} run"}
+    return f"{a.framework}-{a.backend} {a.model} {scaling_label(a)} ({what.get(mode, 'no 1-rank run')})"

@@ -1,0 +1,64 @@
+"""The short generated findings list at the top of the report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpcbench.report.aggregate import Agg
+from hpcbench.report.fmt import clip, num, pct
+
+
+def best_at_each_scale(aggs: list[Agg]) -> list[str]:
+    best: dict[tuple[str, int], Agg] = {}
+    for a in aggs:
+        if a.kind == "train" and a.ok and a.throughput and a.world_size:
+            k = (a.model, a.world_size)
+            if k not in best or a.throughput > best[k].throughput:
+                best[k] = a
+    out = []
+    for (model, world), a in sorted(best.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        rivals = {f"{b.framework}-{b.backend}" for b in aggs if b.kind == "train" and b.ok and b.model == model
+                  and b.world_size == world}
+        vs = f" (of {len(rivals)} backends)" if len(rivals) > 1 else ""
+        out.append(f"best at {world} GPUs (ranks), {model}: {a.name} with "
+                   f"{num(a.throughput, 1)} samples/s{vs}")
+    return out
+
+
+def efficiency_at_largest(aggs: list[Agg]) -> list[str]:
+    series: dict[tuple[Any, ...], Agg] = {}
+    for a in aggs:
+        if a.kind == "train" and a.ok and a.efficiency is not None:
+            k = (a.framework, a.backend, a.model, a.scaling)
+            if k not in series or (a.world_size, a.throughput) > (series[k].world_size, series[k].throughput):
+                series[k] = a
+    return [f"efficiency at the largest scale, {a.framework}-{a.backend} {a.model} ({a.scaling} scaling): "
+            f"{pct(a.efficiency)} at {a.world_size} ranks ({a.name}), speedup {num(a.speedup)} vs {a.baseline}"
+            for _, a in sorted(series.items(), key=lambda kv: tuple(str(x) for x in kv[0]))
+            if a.world_size > (a.base_world_size or 0)]
+
+
+SUPERLINEAR = 1.1
+
+
+def superlinear(aggs: list[Agg]) -> list[str]:
+    """Efficiency well above 100% usually means the baseline is not comparable (another machine or setup)."""
+    return [f"{a.name}: efficiency {pct(a.efficiency)} against {a.baseline} is above {pct(SUPERLINEAR)}: check that the "
+            "baseline ran the same model on the same kind of GPU and software, or choose another with --baseline"
+            for a in aggs if a.efficiency is not None and a.efficiency > SUPERLINEAR]
+
+
+def failed_points(aggs: list[Agg]) -> list[str]:
+    bad = [a for a in aggs if a.n_ok < len(a.samples)]
+    return [f"{a.label}: {a.state}" + (f": {clip(a.reason, 120)}" if a.reason else "") for a in bad]
+
+
+def transport_problems(findings: list[Any]) -> list[str]:
+    seen, out = set(), []
+    for f in findings:
+        if f.severity not in ("error", "warning") or (f.rule, f.message) in seen:
+            continue
+        seen.add((f.rule, f.message))
+        out.append(f"{f.severity}: {f.rule}: {clip(f.message, 160)}" + (f" [{f.file}]" if f.file else "")
+                   + (f" (hint: {f.hint})" if f.hint else ""))
+    return out

@@ -1,0 +1,36 @@
+"""Number formatting shared by every table: one place decides how a value and its CI look."""
+
+from __future__ import annotations
+
+
+def num(v: float | None, digits: int = 2) -> str:
+    if v is None:
+        return "—"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if 0 < abs(v) < 10 ** -digits:  # small bandwidths (CPU allreduce of a few bytes) must not read as zero
+        return f"{v:.2g}"
+    return f"{v:.{digits}f}"
+
+
+def pm(v: float | None, ci: float | None, digits: int = 2) -> str:
+    """'12.34 ± 0.56'; a value without a CI is shown alone."""
+    if v is None:
+        return "—"
+    return num(v, digits) if ci is None else f"{num(v, digits)} ± {num(ci, digits)}"
+
+
+def pct(v: float | None, digits: int = 0) -> str:
+    return "—" if v is None else f"{v * 100:.{digits}f}%"
+
+
+def clip(text: str | None, width: int = 80) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"

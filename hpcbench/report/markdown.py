@@ -1,0 +1,79 @@
+"""report.md and the terminal rendering of a Report: the same sections, in the same order."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hpcbench.rundir import utcnow
+
+if TYPE_CHECKING:
+    from hpcbench.report.summarize import Report
+
+PLOT_TITLES = {
+    "scalability.png": "Scalability curve",
+    "speedup_efficiency.png": "Speedup and efficiency",
+    "allreduce_busbw.png": "Allreduce bus bandwidth",
+    "comm_compute.png": "Communication and compute per point",
+}
+
+
+def _sources(report: Report) -> list[str]:
+    return sorted({s.source for s in report.inputs.samples})
+
+
+def tables_text(report: Report, fmt: str = "table") -> str:
+    parts = []
+    if report.partial:
+        parts.append(f"*** {report.partial_note()} ***\n")
+    parts.append(f"Baseline ({report.baseline.mode}): {report.baseline.description}.\n")
+    for t in report.tables:
+        head = f"## {t.title}" if fmt in ("markdown", "github") else \
+            (f"% {t.title}" if fmt == "latex" else f"== {t.title}")
+        parts.append(head)
+        parts.append(t.render(fmt))
+        parts += [("% " if fmt == "latex" else "") + f"note: {n}" for n in t.notes]
+        parts.append("")
+    parts.append(_findings_text(report, bullet="- " if fmt in ("markdown", "github") else "  * "))
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _findings_text(report: Report, bullet: str) -> str:
+    lines = ["Findings:"]
+    for title, items in report.findings.items():
+        if items:
+            lines.append(f"{bullet}{title}:")
+            lines += [f"    {bullet}{i}" for i in items]
+    if len(lines) == 1:
+        lines.append(f"{bullet}nothing to report")
+    return "\n".join(lines)
+
+
+def report_md(report: Report) -> str:
+    out = ["# hpcbench scaling report", "",
+           f"Generated {utcnow()} from: " + ", ".join(f"`{s}`" for s in _sources(report)), ""]
+    if report.partial:
+        out += [f"> **{report.partial_note()}.**", ""]
+    out += [f"**Baseline ({report.baseline.mode}):** {report.baseline.description}.", ""]
+    out += ["## Findings", ""]
+    any_finding = False
+    for title, items in report.findings.items():
+        if items:
+            any_finding = True
+            out.append(f"- **{title}:**")
+            out += [f"  - {i}" for i in items]
+    if not any_finding:
+        out.append("- nothing to report")
+    out.append("")
+    for t in report.tables:
+        out += [f"## {t.title}", "", t.render("github") if t.rows else f"_{t.empty}_", ""]
+        out += [f"- {n}" for n in t.notes]
+        out.append("")
+    out += ["## Plots", ""]
+    for name, status in report.plots.items():
+        title = PLOT_TITLES.get(name, name)
+        out += ([f"### {title}", "", f"![{title}]({name})", ""] if status == "written"
+                else [f"### {title}", "", f"_{status}_", ""])
+    if not report.plots:
+        out += ["_plots were not drawn (--no-plots)_", ""]
+    out += ["## Data", "", "`records.csv` and `records.json` beside this file hold one row per point × repeat.", ""]
+    return "\n".join(out)

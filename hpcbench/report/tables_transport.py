@@ -1,0 +1,97 @@
+"""Which links NCCL really used, per point: read from the point's own logs by hpcbench.logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hpcbench.report.aggregate import Agg
+from hpcbench.report.fmt import clip
+from hpcbench.report.tables import Table
+
+SEVERITY = {"error": 2, "warning": 1, "info": 0}
+
+
+def _parsed(a: Agg) -> list[dict[str, Any]]:
+    s = next((s for s in a.samples if s.ok), a.first)
+    if not s.parsed and s.logs:
+        from hpcbench.logs import parse_file
+
+        s.parsed = [parse_file(f) for f in s.logs]
+    return s.parsed
+
+
+def _scoped(nccl: dict[str, Any], scope: str) -> set[str]:
+    return {e["transport"] for e in nccl.get("edges") or [] if e.get("scope") == scope and e.get("transport")}
+
+
+def _findings(parsed: list[dict[str, Any]], provenance: list[dict[str, Any]], device: str) -> list[Any]:
+    """Check findings of all of a point's logs, once each: its .out and .err are one job."""
+    from hpcbench.logs.checks import check_parsed
+
+    # "a GPU job without NCCL lines" is about the job, not about each of its files
+    gpu = None if device not in ("cpu", "cuda") else (device == "cuda" and not any(p.get("nccl") for p in parsed))
+    seen, out = set(), []
+    for p in parsed:
+        for f in check_parsed(p, provenance or None, gpu=gpu):
+            if (f.rule, f.message) not in seen:
+                seen.add((f.rule, f.message))
+                out.append(f)
+    return out
+
+
+def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
+    """The table, and every check finding (for the findings list and the exit code)."""
+    rows, findings, cpu_quiet = [], [], []
+    for a in aggs:
+        parsed = _parsed(a)
+        if not parsed:
+            continue
+        ncc = [p["nccl"] for p in parsed if p.get("nccl")]
+        found = _findings(parsed, a.first.provenance, a.device)
+        for f in found:
+            if f.file is None:
+                f = _with_file(f, a.label)
+            findings.append(f)
+        files = ", ".join(sorted({Path(p.get("file") or "?").name for p in parsed}))
+        if not ncc:
+            if a.device == "cpu" and not found:  # gloo/mpi on CPU never use NCCL: one note, not a row each
+                cpu_quiet.append(a.label)
+                continue
+            rows.append([a.label, "—", "—", "—", "—", "—", _verdict(found) or f"no NCCL lines ({a.backend})", files])
+            continue
+        version = next((n.get("version") for n in ncc if n.get("version")), None)
+        network = next((n.get("network") for n in ncc if n.get("network")), None)
+        everything = {t for n in ncc for t in n.get("transports") or []}
+        intra = set().union(*(_scoped(n, "intra") for n in ncc))
+        inter = set().union(*(_scoped(n, "inter") for n in ncc))
+        if not intra and not inter and everything:  # no host map in the log: say what was used, unscoped
+            intra = {t for t in everything if not t.startswith("NET/")}
+            inter = everything - intra
+        gdr = "yes" if any("GDRDMA" in t for t in everything) else ("no" if any(t.startswith("NET/") for t in everything) else "—")
+        rows.append([a.label, version or "not shown", network or "not shown", ", ".join(sorted(intra)) or "—",
+                     ", ".join(sorted(inter)) or "—", gdr, _verdict(found) or "ok", files])
+    t = Table("transports", "Transports per point (from the NCCL lines of its logs)",
+              ["point", "NCCL", "network", "intra-node", "inter-node", "GDRDMA", "check", "logs"], rows,
+              empty="no logs with NCCL lines" if cpu_quiet else "no logs to read")
+    if cpu_quiet:
+        t.notes.append(f"{len(cpu_quiet)} CPU point(s) have no NCCL lines, as expected (their backends do not use "
+                       f"NCCL): {', '.join(cpu_quiet[:6])}{' …' if len(cpu_quiet) > 6 else ''}")
+    return t, findings
+
+
+def _with_file(f: Any, label: str) -> Any:
+    from dataclasses import replace
+
+    try:
+        return replace(f, file=label)
+    except TypeError:
+        return f
+
+
+def _verdict(found: list[Any]) -> str:
+    if not found:
+        return ""
+    worst = max(found, key=lambda f: SEVERITY.get(f.severity, 0))
+    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+    return clip(f"{worst.severity}: {worst.rule}: {worst.message}", 70) + more

@@ -1,0 +1,258 @@
+"""Constructed lines for the formats the corpus only hints at: every prefix, NCCL 2.2-2.29 wording,
+wrapping, interleaving, nccl-tests variants, records, and the fast path giving the line path's facts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hpcbench.logs import parse_file, scan
+from hpcbench.logs.nccl import normalise
+from hpcbench.schema import RankInfo, ResultRecord
+
+
+def parse_text(tmp_path, text: str | bytes, name: str = "x.log") -> dict:
+    p = tmp_path / name
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return parse_file(p)
+
+
+@pytest.mark.parametrize(("raw", "norm"), [
+    ("P2P/IPC", "P2P/IPC"), ("P2P/IPC/read", "P2P/IPC"), ("P2P/IPC/CE", "P2P/IPC"),
+    ("P2P/CUMEM/read", "P2P/CUMEM"), ("P2P/CUMEM", "P2P/CUMEM"), ("P2P/MNNVL/read", "P2P/MNNVL"),
+    ("P2P/direct pointer", "P2P/direct"), ("P2P/direct pointer/read", "P2P/direct"),
+    ("P2P/indirect/3[3]/read", "P2P/indirect"),
+    ("SHM/direct/direct", "SHM"), ("SHM/CE/direct", "SHM"), ("direct shared memory", "SHM"),
+    ("NET/IB/0", "NET/IB"), ("NET/IB/3/GDRDMA", "NET/IB/GDRDMA"), ("NET/IB/0/GDRDMA(PCI)", "NET/IB/GDRDMA"),
+    ("NET/IB/1(5)/GDRDMA", "NET/IB/GDRDMA"), ("NET/IB/0/Shared", "NET/IB"), ("NET/IB/2/GDRDMA/Shared", "NET/IB/GDRDMA"),
+    ("NET/Socket/0", "NET/Socket"), ("NET/Socket/1", "NET/Socket"), ("NET/IBext/0", "NET/IBext"),
+    ("NET/IBext_v8/1/GDRDMA", "NET/IBext_v8/GDRDMA"), ("NET/AWS Libfabric/0", "NET/AWS Libfabric"),
+    ("NET/AWS Libfabric/3/GDRDMA", "NET/AWS Libfabric/GDRDMA"), ("COLLNET/SHARP/0/GDRDMA", "CollNet"),
+    ("NVLS", "NVLS"),
+])
+def test_transport_normalisation(raw, norm):
+    assert normalise(raw) == norm
+
+
+@pytest.mark.parametrize("prefix", [
+    "", "[1,3]<stdout>:", "[1,3]<stderr>:", "[3]<stdout>:", "3: ", " 12: ", "10.0.0.7: ", "[default3]:", "[rank3]:",
+    "(RayTrainWorker pid=355353) ", "(pid=42, ip=10.1.2.3) ", "2025-05-16T16:39:51.208-07:00",
+    "2025-05-16T16:39:51.208Z ", "[2026-09-01 16:19:24] ", "2024-01-02 03:04:05,123 ", "worker_1  | ",
+    "\x1b[32m", "Nov 22 03:27:12 ",
+])
+def test_prefixes_never_hide_or_fake_the_host(tmp_path, prefix):
+    text = (f"{prefix}gpu-a1:100:200 [3] NCCL INFO Using network IB\n"
+            f"{prefix}gpu-a1:100:200 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[4] via P2P/IPC/read\r\n"
+            f"{prefix}NCCL version 2.21.5+cuda12.4\n")
+    n = parse_text(tmp_path, text)["nccl"]
+    assert n["hosts"] == ["gpu-a1"]
+    assert n["network"] == "IB" and n["version"] == "2.21.5+cuda12.4"
+    assert n["transports"] == ["P2P/IPC"] and n["edges"][0]["host"] == "gpu-a1"
+
+
+def test_lines_that_look_like_host_pid_tid_are_not_hosts(tmp_path):
+    d = parse_text(tmp_path, (
+        "libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> fi_getinfo: provider efa output empty list\n"
+        "10.1.2.3:45:67 [0] NCCL INFO Using network Socket\n"
+        "calhost/replica:0/task:0/device:GPU:0 with 23072 MB memory\n"
+        "> horovodrun -np 8 -H node1:4,node2:4 python train.py\n"))
+    assert d["hosts"] == []
+    assert d["nccl"]["network"] == "Socket"
+
+
+def test_mpirun_tags_in_the_middle_of_a_line(tmp_path):
+    d = parse_text(tmp_path, (
+        "[1,0]<stdout>:na:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"
+        "[1,1]<stdout>:nb:2:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/IB/0/GDRDMA\n"))
+    n = d["nccl"]
+    assert n["hosts"] == ["na", "nb"]
+    assert n["transports"] == ["NET/IB/GDRDMA", "P2P/IPC"]
+    assert d["launcher_prefix"] == "[1,N]<stdout>:"
+
+
+def test_hard_wrapped_nccl_line_is_joined(tmp_path):
+    line = "node-with-a-rather-long-name-01:123456:654321 [0] NCCL INFO Channel 00/0 : 0[1a000] -> 1[1b000] via P2P/IPC/read"
+    cut = 80
+    d = parse_text(tmp_path, line[:cut] + "\n" + line[cut:] + "\nnode-with-a-rather-long-name-01:1:1 [0] NCCL INFO Using network IB\n")
+    assert d["nccl"]["transports_raw"] == ["P2P/IPC/read"]
+    assert d["nccl"]["network"] == "IB"
+
+
+def test_short_lines_are_not_joined(tmp_path):
+    d = parse_text(tmp_path, "h:1:1 [0] NCCL INFO Using network IB\nSocket\n")
+    assert d["nccl"]["network"] == "IB"
+
+
+def test_cloudwatch_duplicated_message_is_read_once(tmp_path):
+    msg = "wi-1:93:93 [0] NCCL INFO Using network IB"
+    d = parse_text(tmp_path, f"  | 2025-05-16T16:39:51.208-07:00{msg} | {msg}\n  | 2025-05-16T16:39:51.208-07:00 | {msg}\n")
+    assert d["nccl"]["network"] == "IB" and d["hosts"] == ["wi-1"]
+
+
+def test_old_nccl_wording(tmp_path):
+    d = parse_text(tmp_path, (
+        "n1:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+        "n1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+        "n1:1:1 [0] NCCL INFO Ring 00 :    0   1   2   3\n"
+        "n1:1:1 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via direct shared memory\n"
+        "n1:1:1 [0] NCCL INFO Ring 01 : 3 -> 0 [receive] via NET/Socket/0\n"
+        "n1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 4 - COMPLETE\n"))
+    n = d["nccl"]
+    assert n["network"] == "Socket" and n["network_source"] == "selection_line"
+    assert n["transports"] == ["NET/Socket", "SHM"]
+    assert n["nranks"] == 4
+    assert [(e["src"], e["dst"], e["scope"]) for e in n["edges"]] == [(0, 1, "intra"), (3, 0, "inter")]
+
+
+def test_ib_using_with_failure_is_not_ib(tmp_path):
+    d = parse_text(tmp_path, "n:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:1.2.3.4<0>\n"
+                             "n:1:1 [0] NCCL INFO NET/IB : No device found.\n")
+    assert d["nccl"]["network"] is None
+    assert d["nccl"]["ib_devices"][0] == "mlx5_0"
+
+
+@pytest.mark.parametrize(("lines", "used"), [
+    (["NVLS multicast support is available on dev 0"], False),
+    (["NVLS multicast support is not available on dev 0"], False),
+    (["16 coll channels, 0 nvls channels, 16 p2p channels, 16 p2p channels per peer"], False),
+    (["NCCL_ALGO set by environment to Tree,Ring,CollnetDirect,CollnetChain,NVLS"], False),
+    (["comm:0x5, nRanks:4, nNodes:1, coll channels:8 collnet channels:8, nvls channels:0, p2p channels:8"], False),
+    (["24 coll channels, 16 nvls channels, 32 p2p channels, 32 p2p channels per peer"], True),
+    (["NVLS comm 0x559 headRank 2 nHeads 8 buffSize 4194304 memSize 2097152"], True),
+    (["Connected NVLS tree"], True),
+])
+def test_nvls_counts_only_when_connected(tmp_path, lines, used):
+    d = parse_text(tmp_path, "".join(f"h:1:1 [0] NCCL INFO {x}\n" for x in lines))
+    assert d["nccl"]["nvls_used"] is used
+    assert ("NVLS" in d["nccl"]["transports"]) is used
+
+
+def test_collnet(tmp_path):
+    off = parse_text(tmp_path, "h:1:1 [0] graph/tuning.cc:187 NCCL WARN CollNet is not supported or fails to "
+                               "initialize, ignoring NCCL_ALGO=COLLNET\n")
+    assert off["nccl"]["collnet_used"] is False
+    on = parse_text(tmp_path, "h:1:1 [0] NCCL INFO CollNet 00/0 : 0 [send] via COLLNET/SHARP/0/GDRDMA\n"
+                              "h:1:1 [0] NCCL INFO Coll 01 : 0 [receive] via COLLNET/IBext/0\n")
+    assert on["nccl"]["collnet_used"] is True and on["nccl"]["transports"] == ["CollNet"]
+
+
+def test_edges_scope_from_init_lines_and_dedup(tmp_path):
+    text = "".join([
+        "na:1:1 [0] NCCL INFO comm 0xa rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n",
+        "na:1:2 [1] NCCL INFO comm 0xb rank 1 nranks 4 cudaDev 1 busId 2000 - Init COMPLETE\n",
+        "nb:2:1 [0] NCCL INFO comm 0xc rank 2 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n",
+        "nb:2:2 [1] NCCL INFO comm 0xd rank 3 nranks 4 cudaDev 1 busId 2000 - Init COMPLETE\n",
+    ] + ["na:1:1 [0] NCCL INFO Channel 00/0 : 0[1000] -> 1[2000] via P2P/IPC\n"] * 5 + [
+        "na:1:2 [1] NCCL INFO Channel 00/0 : 1[2000] -> 2[1000] [send] via NET/Socket/0\n",
+        "nb:2:1 [0] NCCL INFO Channel 00/0 : 1[2000] -> 2[1000] [receive] via NET/Socket/0\n",
+        "nb:2:2 [1] NCCL INFO Channel 01/0 : 3[2000] -> 2[1000] via SHM/direct/direct\n",
+    ])
+    n = parse_text(tmp_path, text)["nccl"]
+    got = [(e["channel"], e["src"], e["dst"], e["transport"], e["scope"], e["host"]) for e in n["edges"]]
+    assert got == [(0, 0, 1, "P2P/IPC", "intra", "na"), (0, 1, 2, "NET/Socket", "inter", "na"),
+                   (1, 3, 2, "SHM", "intra", "nb")]
+    assert n["nranks"] == 4
+
+
+NT_HEADER = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n")
+
+
+def _row(size: int, busbw: float) -> str:
+    return f"{size:12d}  {size // 4:12d}     float     sum      -1    10.00  {busbw:6.2f}  {busbw:6.2f}      0    10.00  {busbw:6.2f}  {busbw:6.2f}    N/A\n"
+
+
+def test_nccltests_two_processes_interleaved(tmp_path):
+    text = ("[1,0]<stdout>:" + NT_HEADER.replace("\n#", "\n[1,0]<stdout>:#") + "[1,1]<stdout>:" + NT_HEADER.splitlines()[0] + "\n"
+            + "[1,0]<stdout>:" + _row(1024, 1.0) + "[1,1]<stdout>:" + _row(4096, 3.0) + "[1,0]<stdout>:" + _row(2048, 2.0)
+            + "h:1:1 [0] NCCL INFO Launch mode Parallel\n"
+            + "[1,0]<stdout>:# Avg bus bandwidth    : 2.0 \n./broadcast_perf -b 8 -e 128M\n")
+    t = parse_text(tmp_path, text)["nccl_tests"]
+    assert [r["size"] for r in t["rows"]] == [1024, 4096, 2048]
+    assert t["largest"]["size"] == 4096 and t["largest"]["oop_busbw"] == 3.0
+    assert t["rows"][0]["ip_wrong"] == "N/A" and t["rows"][0]["oop_wrong"] == 0
+    assert t["avg_busbw"] == 2.0 and t["collective"] == "all_reduce"
+
+
+def test_nccltests_overflowed_columns_and_command_line(tmp_path):
+    text = ("mpirun -np 16 ./build/reduce_scatter_perf -b 8 -e 16G\n" + NT_HEADER
+            + " 17179869184    4294967296     float     sum      -1  1234567  191.99  359.98      0  1234568  191.75  359.53      0\n"
+              "# Avg bus bandwidth    : 142.652 \n")
+    t = parse_text(tmp_path, text)["nccl_tests"]
+    assert t["collective"] == "reduce_scatter"
+    assert t["rows"][0]["size"] == 17179869184 and t["rows"][0]["oop_time_us"] == 1234567.0
+
+
+def test_nccltests_old_layout_without_redop_and_root(tmp_path):
+    text = ("       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n"
+            "          8             2   float    10.87    0.00    0.00  0e+00    10.55    0.00    0.00  0e+00\n")
+    t = parse_text(tmp_path, text)["nccl_tests"]
+    assert t["has_redop_column"] is False and t["wrong_column"] == "error"
+    assert t["rows"][0]["redop"] is None and t["rows"][0]["oop_wrong"] == 0.0
+
+
+def test_tf_cnn_benchmarks_total(tmp_path):
+    h = parse_text(tmp_path, "----------------------------------------------------------------\n"
+                             "total images/sec: 2841.07\n")["horovod"]
+    assert h["total_img_sec"] == 2841.07 and h["per_gpu_img_sec"] is None
+
+
+def _record() -> dict:
+    r = ResultRecord(point_id="p1", label="ddp", framework="ddp", backend="nccl", model="mlp", device="cpu",
+                     batch_size=8, nodes=1, ranks_per_node=2, world_size=2, warmup_steps=1, steps=2,
+                     step_times_s=[0.1, 0.1], mean_step_time_s=0.1, throughput=160.0, throughput_per_rank=80.0,
+                     ranks=[RankInfo(0, 0, "node1", "node1", 1, [0])], started_at="t0", finished_at="t1",
+                     job_id=None, measurement="m")
+    return r.to_dict()
+
+
+def test_records_in_a_log_and_as_a_file(tmp_path):
+    rec = _record()
+    d = parse_text(tmp_path, "starting\n[1,0]<stdout>:RESULT " + json.dumps(rec) + "\nbye\n")
+    assert d["records"] == [json.loads(json.dumps(rec))]
+    f = parse_text(tmp_path, json.dumps(rec, indent=2), name="result.json")
+    assert f["records"][0]["point_id"] == "p1"
+    future = dict(rec, schema="hpcbench.result/99")
+    w = parse_text(tmp_path, json.dumps(future) + "\n")
+    assert w["records"] == [] and any("not known" in x for x in w["warnings"])
+
+
+def _big_log() -> str:
+    """A NCCL-dominated multi-MB log that takes the fast path, with a WARN, a table and a version line."""
+    out = ["NCCL version 2.21.5+cuda12.4\n"]
+    for comm in range(6):
+        for r in range(64):
+            host, dev = f"n{r // 8:02d}", r % 8
+            p = f"{host}:{1000 + r}:{5000 + comm} [{dev}] NCCL INFO "
+            out.append(f"{p}comm 0x{comm:x}{r:03x} rank {r} nranks 64 cudaDev {dev} - Init START\n")
+            out.append(f"{p}Using network IB\n{p}NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.{r}<0>\n")
+            for c in range(8):
+                nxt = (r + 1) % 64
+                how = "P2P/IPC/read" if nxt // 8 == r // 8 else "NET/IB/0"
+                tag = "" if how.startswith("P2P") else " [send]"
+                out.append(f"{p}Channel {c:02d}/0 : {r}[{dev}] -> {nxt}[{nxt % 8}]{tag} via {how}\n")
+            out += [f"{p}AllReduce: opCount {comm}{k} sendbuff 0x7f count {k} datatype 7 op 0 root 0 comm 0x1\n"
+                    for k in range(120)]
+            if comm == 2 and r == 7:
+                out.append(f"{host}:{1000 + r}:{5000 + comm} [{dev}] transport/net_ib.cc:1 NCCL WARN NET/IB : Got async event : port error\n")
+        if comm == 3:
+            out.append(NT_HEADER + _row(1 << 20, 5.5) + _row(1 << 22, 7.5) + "# Avg bus bandwidth    : 6.5\n")
+    out.append("Total img/sec on 64 GPU(s): 1234.5 +-3.2\n")
+    return "".join(out)
+
+
+def test_fast_path_gives_the_line_paths_facts(tmp_path, monkeypatch):
+    p = tmp_path / "big.log"
+    p.write_text(_big_log())
+    assert p.stat().st_size > 3 * scan.FAST_MIN
+    monkeypatch.setattr(scan, "CHUNK", 1 << 20)
+    fast = parse_file(p)
+    monkeypatch.setattr(scan, "FAST_MIN", 1 << 40)
+    slow = parse_file(p)
+    assert fast == slow
+    n = fast["nccl"]
+    assert len(n["hosts"]) == 8 and n["nranks"] == 64 and n["network"] == "IB"
+    assert len(n["edges"]) == 64 * 8 and n["transports"] == ["NET/IB", "P2P/IPC"]
+    assert n["warn_details"][0]["first_host"] == "n00" and n["warn_details"][0]["count"] == 1
+    assert fast["nccl_tests"]["avg_busbw"] == 6.5 and fast["horovod"]["num_gpus"] == 64

@@ -1,0 +1,95 @@
+"""Property tests: whatever is done to a real log, parse_file returns the schema and never raises."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import DATA
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hpcbench.logs import parse_file
+
+LOGS = sorted((DATA / "logs").glob("*.log"))
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+NCCL_KEYS = {"version", "network", "transports", "hosts", "nranks", "nvls_used", "collnet_used", "edges", "warnings"}
+
+
+def check_schema(d: dict) -> None:
+    json.dumps(d)  # all of it serialisable
+    assert set(d) >= {"file", "nccl", "nccl_tests", "horovod", "records", "hosts", "warnings"}
+    assert all(isinstance(w, str) for w in d["warnings"])
+    n = d["nccl"]
+    if n is not None:
+        assert set(n) >= NCCL_KEYS
+        assert n["transports"] == sorted(set(n["transports"])) and n["hosts"] == sorted(set(n["hosts"]))
+        for e in n["edges"]:
+            assert isinstance(e["src"], int) and isinstance(e["dst"], int) and isinstance(e["channel"], int)
+            assert e["scope"] in ("intra", "inter", None)
+    t = d["nccl_tests"]
+    if t is not None:
+        for r in t["rows"]:
+            assert isinstance(r["size"], int) and isinstance(r["oop_busbw"], float)
+    h = d["horovod"]
+    if h is not None:
+        assert set(h) >= {"total_img_sec", "per_gpu_img_sec", "num_gpus"}
+
+
+def mutate(data: bytes, op: str, at: float, blob: bytes) -> bytes:
+    i = int(at * len(data))
+    if op == "truncate":
+        return data[:i]
+    if op == "insert":
+        return data[:i] + blob + data[i:]
+    if op == "crlf":
+        return data.replace(b"\n", b"\r\n")
+    if op == "ansi":
+        return data.replace(b"NCCL", b"\x1b[1;31mNCCL\x1b[0m").replace(b"\n", b"\x1b[0m\n")
+    if op == "huge_line":
+        return data[:i] + b"x" * (3 << 20) + data[i:]
+    if op == "invalid_utf8":
+        return data[:i] + b"\xff\xfe\xc3\x28\xa0\xa1" + data[i:]
+    if op == "nul":
+        return data.replace(b" ", b"\x00", 5)
+    if op == "empty":
+        return b""
+    if op == "dup_lines":
+        lines = data.split(b"\n")
+        return b"\n".join(lines[: i % (len(lines) or 1)] * 3 + lines)
+    return data
+
+
+@SETTINGS
+@given(st.sampled_from(LOGS),
+       st.lists(st.tuples(st.sampled_from(["truncate", "insert", "crlf", "ansi", "huge_line", "invalid_utf8", "nul",
+                                           "empty", "dup_lines"]),
+                          st.floats(0, 1), st.binary(max_size=200)), min_size=1, max_size=3))
+def test_mutated_real_logs_never_raise(tmp_path, log, ops):
+    data = log.read_bytes()
+    for op, at, blob in ops:
+        data = mutate(data, op, at, blob)
+    p = tmp_path / "mutated.log"
+    p.write_bytes(data)
+    check_schema(parse_file(p))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=4000))
+def test_arbitrary_bytes_never_raise(tmp_path, data):
+    p = tmp_path / "bytes.log"
+    p.write_bytes(data)
+    check_schema(parse_file(p))
+
+
+def test_a_ten_megabyte_line_and_an_empty_file(tmp_path):
+    big = tmp_path / "big.log"
+    big.write_bytes(b"h:1:1 [0] NCCL INFO Using network IB\n" + b"y" * (10 << 20) + b"\nh:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n")
+    d = parse_file(big)
+    check_schema(d)
+    assert d["nccl"]["network"] == "IB" and d["nccl"]["transports"] == ["P2P/IPC"]
+    assert any("were cut" in w for w in d["warnings"])
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    e = parse_file(empty)
+    check_schema(e)
+    assert e["warnings"] == ["empty file"] and e["nccl"] is None

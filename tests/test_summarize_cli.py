@@ -1,0 +1,168 @@
+"""`hpcbench summarize` as a user runs it: references, --compare, bad input, environment, GPU, allreduce, partial runs."""
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import DATA, write
+from report_helpers import GPU, STARVED, allreduce_rows, make_run, point, provenance, record
+
+from hpcbench.report.inputs import Inputs
+from hpcbench.report.samples import Sample
+from hpcbench.report.summarize import build, text
+from hpcbench.rundir import atomic_write_json
+from hpcbench.state import COMPLETED, RUNNING
+
+
+def small_run(tmp_path, name="run", factor=1.0):
+    p1, p2, p4 = point(), point(nodes=2, rpn=1), point(nodes=2, rpn=2)
+    return make_run(tmp_path / name, [(p1, record(p1, 100.0 * factor)), (p2, record(p2, 150.0 * factor)),
+                                      (p4, record(p4, 250.0 * factor))])
+
+
+REFS = """
+[defaults]
+lower = -0.10
+upper = inf
+
+[[reference]]
+cluster = "*"
+model = "mlp"
+backend = "gloo"
+nodes = 2
+gpus_per_node = 2
+throughput = [{thr}, -0.05, 0.5]
+step_time_ms = {step}
+"""
+
+
+def test_references_pass_and_fail(cli, tmp_path):
+    rd = small_run(tmp_path)
+    # 2x2 measured 250 samples/s, step 32*4/250 s = 512 ms
+    ok = write(tmp_path / "ok.toml", REFS.format(thr=255.0, step=512.0))
+    proc = cli("summarize", str(rd.root), "--references", str(ok), "--out", str(tmp_path / "a"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(re.findall(r"\bpass\b", proc.stdout)) == 2 and "FAIL" not in proc.stdout
+
+    bad = write(tmp_path / "bad.toml", REFS.format(thr=300.0, step=512.0))  # 250 < 300 * 0.95: a regression
+    proc = cli("summarize", str(rd.root), "--references", str(bad), "--out", str(tmp_path / "b"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL" in proc.stdout and "-16.7% vs reference" in proc.stdout
+    assert "1 reference check(s) failed" in (tmp_path / "b" / "report.md").read_text()
+
+    # a named cluster that does not match is "not measured", not a failure
+    other = write(tmp_path / "other.toml", REFS.format(thr=300.0, step=1.0).replace('"*"', '"elsewhere"'))
+    proc = cli("summarize", str(rd.root), "--references", str(other), "--out", str(tmp_path / "c"))
+    assert proc.returncode == 0 and "not measured" in proc.stdout
+
+
+def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
+    for args, words in [
+        ((str(tmp_path / "nope"),), "no such file or directory"),
+        ((str(tmp_path),), "not an hpcbench run directory"),
+        ((str(small_run(tmp_path).root), "--references", str(write(tmp_path / "r.toml", "[[reference]]\nmodel='x'\n"))),
+         "missing key 'backend'"),
+        ((str(tmp_path / "run"), "--references", str(write(tmp_path / "s.toml", "[[reference]]\nmodel='x'\nbackend='gloo'\n"
+                                                           "nodes=1\ngpus_per_node=1\nthroughput='fast'\n"))),
+         "expected a number"),
+        (("--compare", str(tmp_path / "run")), "expected 2 arguments"),
+    ]:
+        proc = cli("summarize", *args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert words in proc.stderr
+        if "expected 2" not in words:
+            assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error: ")
+
+
+def test_compare_two_runs(cli, tmp_path):
+    old, new = small_run(tmp_path, "old"), small_run(tmp_path, "new", factor=1.2)
+    proc = cli("summarize", "--compare", str(old.root), str(new.root), "--out", str(tmp_path / "cmp"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("1.200") == 3  # throughput ratio NEW/OLD at each of the three points
+    assert proc.stdout.count("0.833") == 3  # step time ratio
+    assert "1.200" in (tmp_path / "cmp" / "compare.md").read_text()
+
+
+def test_environment_flags_values_that_differ_between_nodes(tmp_path):
+    p = point(nodes=2, rpn=1, device="cuda", backend="nccl")
+    rd = make_run(tmp_path / "run", [(p, record(p, 100.0, gpu=GPU))])
+    atomic_write_json(rd.point(p).dir / "provenance-rank0.json", provenance(0, "node1", "550.54"))
+    atomic_write_json(rd.point(p).dir / "provenance-rank1.json", provenance(1, "node2", "535.10"))
+    rep = build([rd.root])
+    env = {r[0]: r for r in next(t for t in rep.tables if t.key == "environment").rows}
+    assert env["servers"][1].startswith("2: node1, node2")
+    assert env["GPU driver"][2] == "DIFFERS between nodes" and "node2: 535.10" in env["GPU driver"][1]
+    assert env["GPU model × count"][1] == "NVIDIA A100-SXM4-80GB ×2" and env["GPU model × count"][2] == ""
+    assert env["NIC model × count"][1] == "mlx5_core (infiniband, 400 Gb/s) ×4"  # loopback left out
+    assert env["InfiniBand HCA × count"][1] == "MT4129 ×4"
+    assert env["GPU interconnect"][1].startswith("NVLink (NV18")
+    assert env["horovod"][1] == "missing (not installed)"
+    assert rep.findings["environment differences between nodes"]
+    assert rep.aggs[0].cluster == "alps"  # from SLURM_CLUSTER_NAME in the provenance
+
+
+def test_environment_from_real_provenance_files(tmp_path):
+    """Files written by hpcbench.provenance.collect on this VM for node1 and node2 (tests/data/provenance)."""
+    import shutil
+
+    p = point(nodes=2, rpn=1)
+    rd = make_run(tmp_path / "run", [(p, record(p, 100.0))])
+    for f in (DATA / "provenance").glob("provenance-rank*.json"):
+        shutil.copy(f, rd.point(p).dir / f.name)
+    rep = build([rd.root])
+    env = {r[0]: r for r in next(t for t in rep.tables if t.key == "environment").rows}
+    assert env["servers"][1] == "2: node1, node2"
+    assert env["OS"][1] == "Debian GNU/Linux 12 (bookworm)" and env["OS"][2] == ""
+    assert env["NIC model × count"][1] == "virtio_net (ethernet) ×1"  # lo and ifb* are not hardware
+    assert env["GPU model × count"][1].startswith("missing (LookupError: torch sees no CUDA device")
+    assert env["GPU driver"][1].startswith("missing (FileNotFoundError: nvidia-smi not found")
+    assert env["horovod"][1] == "0.28.1" and env["NCCL"][1] == "2.30.7"
+    assert not rep.findings["environment differences between nodes"]
+    assert rep.aggs[0].cluster == "mini"
+
+
+def test_gpu_utilisation_below_80_percent_warns(tmp_path):
+    a, b = point(device="cuda", backend="nccl"), point(device="cuda", backend="nccl", rpn=2)
+    rd = make_run(tmp_path / "run", [(a, record(a, 100.0, gpu=GPU)), (b, record(b, 150.0, gpu=STARVED))])
+    rep = build([rd.root])
+    gpu = next(t for t in rep.tables if t.key == "gpu")
+    assert [r[-1] for r in gpu.rows] == ["ok", "warning: below 80%"]
+    assert any("55%" in w and "starving" in w for w in rep.findings["GPU utilisation"])
+
+
+def test_allreduce_and_comm_compute_points(tmp_path):
+    ar1, ar2 = point(kind="allreduce", nodes=1, rpn=2), point(kind="allreduce", nodes=2, rpn=2, framework="horovod")
+    tr = point(model="lstm", framework="horovod", backend="mpi", rpn=2)
+    rd = make_run(tmp_path / "run", [
+        (ar1, record(ar1, 1.0, kind="allreduce", allreduce=allreduce_rows(3.0))),
+        (ar2, record(ar2, 1.0, kind="allreduce", allreduce=allreduce_rows(1.5))),
+        (tr, record(tr, 64.0, comm_time_s=0.25, compute_time_s=0.75, comm_fraction=0.25, comm_method="hooks"))])
+    rep = build([rd.root])
+    t = next(t for t in rep.tables if t.key == "allreduce")
+    assert t.headers == ["message size", "ddp-gloo 1x2", "horovod-gloo 2x2"]
+    assert [r[0] for r in t.rows] == ["1 KiB", "1 MiB", "1 GiB"] and t.rows[2][1] == "3.00 (2.00)"
+    comm = next(t for t in rep.tables if t.key == "comm")
+    assert comm.rows == [[tr.label, "horovod", "1,000", "750.00", "250.00", "25%"]] and "measured by: hooks" in comm.notes
+    # allreduce points are neither in the scaling tables nor in the throughput plots
+    assert all(r[0] != "ddp" or r[2] == "lstm" for r in rep.tables[0].rows)
+    from hpcbench.report import plots
+
+    ax = plots.allreduce_bw(rep.aggs).axes[0]
+    assert ax.get_xscale() == "log" and [len(line.get_xdata()) for line in ax.get_lines()] == [3, 3]
+    fig = plots.comm_compute(rep.aggs)
+    heights = sorted(p.get_height() for p in fig.axes[0].patches)
+    assert heights == [250.0, 750.0]
+
+
+def test_partial_run_says_so():
+    live = Sample(source="run", label="gloo-n2x2", state=RUNNING, ok=False, final=False, framework="ddp",
+                  backend="gloo", model="mlp", nodes=2, ranks_per_node=2, world_size=4, batch_size=32)
+    done = Sample(source="run", label="gloo-n1x1", state=COMPLETED, ok=True, final=True, framework="ddp", backend="gloo",
+                  model="mlp", nodes=1, ranks_per_node=1, world_size=1, batch_size=32, throughput=10.0, step_time_s=3.2)
+    rep = build([], inputs=Inputs(samples=[live, done]))
+    assert rep.partial and "1 of 2 points are still queued or running (RUNNING)" in rep.partial_note()
+    out = text(rep)
+    assert out.startswith("*** PARTIAL RESULT") and "gloo-n2x2" in out
+    assert json.loads(text(rep, "json"))[0]["state"] == RUNNING
+    latex = text(rep, "latex")
+    assert latex.count("\\toprule") == 3 and "PARTIAL RESULT" in latex  # intra, inter, comm/compute

@@ -1,0 +1,61 @@
+"""summarize on logs of jobs hpcbench did not launch: the development corpus' Horovod, nccl-tests and DDP logs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import DATA
+
+from hpcbench.report import plots
+from hpcbench.report.summarize import build
+
+LOGS = DATA / "logs"
+FILES = [*(f"horovod_{n}.log" for n in (1, 3, 5, 7)), *(f"nccltests_{n}.log" for n in (1, 3, 5, 7, 9, 11)), "ddp_1.log"]
+
+
+def test_corpus_summary_via_cli(cli, tmp_path):
+    out = tmp_path / "report"
+    proc = cli("summarize", *(str(LOGS / f) for f in FILES), "--out", str(out), "--format", "github")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = {r["label"]: r for r in json.loads((out / "records.json").read_text())}
+    assert set(recs) == set(FILES)  # every log is a row, those without a measurement too
+    h1, h3, h7 = recs["horovod_1.log"], recs["horovod_3.log"], recs["horovod_7.log"]
+    assert (h1["throughput"], h1["throughput_ci95"], h1["world_size"], h1["model"]) == (4801.4, 42.7, 8, "resnet50")
+    assert "8 GPUs from 'Total img/sec on N GPU(s)'" in h1["inferred"] and "batch 32/GPU" in h1["inferred"]
+    assert (h3["throughput"], h3["world_size"]) == (124.7, 1)
+    # the 1-GPU log is the baseline of the others, and the report names it
+    assert h7["speedup"] == pytest.approx(432.8 / 124.7) and h7["efficiency"] == pytest.approx(432.8 / 124.7 / 4)
+    assert h1["step_time_ms"] == pytest.approx(32 * 8 / 4801.4 * 1e3)
+    # nccl-tests: hosts and ranks inferred from the rank lines
+    n1, n3 = recs["nccltests_1.log"], recs["nccltests_3.log"]
+    assert (n1["kind"], n1["nodes"], n1["world_size"], n1["ranks_per_node"]) == ("allreduce", 2, 2, 1)
+    assert (n3["nodes"], n3["world_size"]) == (2, 16) and "16 ranks from nccl-tests" in n3["inferred"]
+    for name, why in [("nccltests_11.log", "without data rows"), ("horovod_5.log", "NCCL lines only"),
+                      ("ddp_1.log", "NCCL lines only")]:
+        assert not recs[name]["ok"] and why in recs[name]["reason"], name
+    md = (out / "report.md").read_text()
+    assert "| horovod_3.log" in md  # the baseline column
+    assert "![Allreduce bus bandwidth](allreduce_busbw.png)" in md
+    assert "inferred 8 GPUs from 'Total img/sec on N GPU(s)'" in md
+    assert "efficiency 481%" in md  # unrelated logs compared: the report says the baseline looks wrong
+
+
+def test_corpus_tables_and_plots(tmp_path):
+    rep = build([str(LOGS / f) for f in FILES])
+    allreduce = next(t for t in rep.tables if t.key == "allreduce")
+    sizes = [r[0] for r in allreduce.rows]
+    assert sizes[-1] == "16 GiB" and "1 GiB" in sizes
+    assert any(n.startswith("no data: nccltests_11.log: no result") for n in allreduce.notes)
+    col = next(i for i, h in enumerate(allreduce.headers) if h.startswith("nccltests_1.log"))
+    assert allreduce.rows[sizes.index("1 GiB")][col].startswith("3.11 ")  # largest size's out-of-place busbw
+    ax = plots.allreduce_bw(rep.aggs).axes[0]
+    points = {line.get_label(): len(line.get_xdata()) for line in ax.get_lines()}
+    # distinct sizes of nccltests 3, 7, 9, 5, 1 (31 rows, two of them 0 bytes)
+    assert sorted(points.values()) == [1, 4, 4, 12, 30]
+    trans = {r[0]: r for r in next(t for t in rep.tables if t.key == "transports").rows}
+    assert trans["nccltests_1.log"][1:5] == ["2.12.7+cuda11.4", "AWS Libfabric", "—", "NET/AWS Libfabric"]
+    assert trans["ddp_1.log"][1:3] == ["2.10.3+cuda11.3", "Socket"]
+    assert rep.tables[3].key == "transports" and len(trans) == len(FILES)
+    fig = plots.scalability(rep.aggs, "auto")
+    [hvd] = fig.axes[0].containers
+    assert list(hvd.lines[0].get_xdata()) == [1, 4, 8]
