@@ -3,9 +3,10 @@
 Two ways through a chunk, giving the same facts:
 - the line path cleans and reads every line (wrapped lines are joined, mid-line mpirun tags split);
 - the fast path is taken for big chunks that are almost only NCCL-prefixed lines (multi-GB INFO logs).
-  It reads the host of every line from the distinct ``host:pid:tid [dev]`` heads (C-level split and
-  set), and hands to the line path only the lines whose NCCL message can carry a fact, skipping
-  messages it has already read (a 1024-rank job repeats the same edge lines for every communicator).
+  One regex pass collects the distinct NCCL messages that can carry a fact; only the first line of a
+  message not read before goes to the line path, with its host (a 1024-rank job repeats the same edge
+  lines for every communicator). Limits: the host of a rank that prints only chatter (no such message)
+  is not seen, and hard-wrapped lines are not joined (wrapped logs are rarely NCCL-dominated).
 """
 
 from __future__ import annotations
@@ -23,9 +24,15 @@ from hpcbench.logs.prefixes import MPI_TAG, NCCL_PREFIX, clean, decode, split_mi
 CHUNK = 8 << 20
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
 FAST_MIN = 1 << 20  # smaller chunks always take the line path
-# NCCL messages that can carry a fact (the rest is chatter whose only fact, the host, is in these too)
-_MSG = re.compile(rb" NCCL (?:WARN|INFO (?:Channel|Ring|Coll|Using|NET|Bootstrap|comm|ncclCommInit|rank|"
+# NCCL messages that can carry a fact (the rest is chatter whose only fact, the host, is in these too).
+# The pattern starts with the literal "NCCL ": the regex engine then skips to each 'N' in a tight loop.
+_MSG = re.compile(rb"NCCL (?:WARN|version|INFO (?:Channel|Ring|Coll|Using|NET|Bootstrap|comm|ncclCommInit|rank|"
                   rb"\[Rank|Init timings|\d|NVLS|Connected|NCCL version))[^\n]*")
+_WARN = re.compile(rb"NCCL WARN[^\n]*")
+# an init line (one per rank and communicator): nranks is its only fact the fast path needs
+_INIT = re.compile(rb"^(NCCL INFO [^\n]*?\bn[Rr]anks (\d+)(?![^ \n])[^\n]*)$", re.MULTILINE)
+_SEC = re.compile(rb"/sec")  # a regex: its search outruns bytes.find on this needle
+_RECORD = re.compile(re.escape(records.MARK.encode()))
 _ROW = re.compile(r"\s*\d+\s+\d+\s")
 _WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
 
@@ -92,123 +99,137 @@ class Scanner:
     # ---- chunks ----------------------------------------------------------------------------
     def feed_chunk(self, chunk: bytes) -> None:
         """``chunk`` holds whole lines (each ending with a newline, except perhaps the last)."""
-        if len(chunk) >= FAST_MIN and self._fast(chunk):
+        self.feed_span(chunk, 0, len(chunk))
+
+    def feed_span(self, buf: bytes, lo: int, hi: int) -> None:
+        """The lines of ``buf[lo:hi]``; bounds instead of a slice spare a copy of a whole chunk."""
+        if hi - lo >= FAST_MIN and self._fast(buf, lo, hi):
             return
-        self._line_path(chunk)
+        self._line_path(buf[lo:hi])
 
     def _line_path(self, block: bytes) -> None:
         for raw in block.split(b"\n"):
             self.lines += 1
             self.feed_raw(raw)
 
-    def _nccl_dominated(self, chunk: bytes) -> bool:
+    def _nccl_dominated(self, buf: bytes, lo: int, hi: int) -> bool:
         """Sampled, not counted: 16 windows of 16 KiB decide, at 2% of the cost of a full count."""
-        step = max(len(chunk) // 16, 1)
+        step = max((hi - lo) // 16, 1)
         lines = nccl = 0
-        for i in range(0, len(chunk), step):
-            w = chunk[i:i + 16384]
-            lines += w.count(b"\n")
-            nccl += w.count(b" NCCL ")
+        for i in range(lo, hi, step):
+            e = min(i + 16384, hi)
+            lines += buf.count(b"\n", i, e)
+            nccl += buf.count(b" NCCL ", i, e)
         return lines > 0 and nccl >= 0.75 * lines
 
-    def _fast(self, chunk: bytes) -> bool:
-        if not self._nccl_dominated(chunk):
+    def _fast(self, buf: bytes, lo: int, hi: int) -> bool:
+        if not self._nccl_dominated(buf, lo, hi):
             return False
         self.flush()
-        first = chunk.find(b"#")
+        first = buf.find(b"#", lo, hi)
         if first < 0:
-            self._fast_block(chunk)
+            self._fast_block(buf, lo, hi)
             return True
         # nccl-tests headers, rows and trailers go through the line path: from a little before the
         # first '#' (rows of a table whose header was cut off) to the end of the line of the last one.
-        a = chunk.rfind(b"\n", 0, first)
+        a = buf.rfind(b"\n", lo, first)
         for _ in range(64):
-            if a <= 0:
+            if a < lo:
                 break
-            a = chunk.rfind(b"\n", 0, a)
-        a = max(a, -1) + 1
-        b = chunk.find(b"\n", chunk.rfind(b"#"))
-        b = len(chunk) if b < 0 else b
-        if a > 0:
-            self._fast_block(chunk[:a - 1])
-        self._line_path(chunk[a:b])
+            a = buf.rfind(b"\n", lo, a)
+        a = max(a + 1, lo)
+        b = buf.find(b"\n", buf.rfind(b"#", lo, hi), hi)
+        b = hi if b < 0 else b
+        if a > lo:
+            self._fast_block(buf, lo, a - 1)
+        self._line_path(buf[a:b])
         self.flush()
-        if b + 1 < len(chunk):
-            self._fast_block(chunk[b + 1:])
+        if b + 1 < hi:
+            self._fast_block(buf, b + 1, hi)
         return True
 
-    def _fast_block(self, chunk: bytes) -> None:
+    def _fast_block(self, buf: bytes, lo: int, hi: int) -> None:
         self.lines += 1  # counting them would cost a scan; only "is the file empty" is asked
-        counts = Counter(_MSG.findall(chunk))
-        keys = counts.keys()
-        for msg in self._warn_msgs & keys:
-            self.nccl.count_warn(decode(msg[11:]), counts[msg])
-        fresh = {}
-        for msg in keys - self._msgs:
-            if b"anks" in msg and msg.startswith(b" NCCL INFO "):
-                # Init lines differ per communicator (comm pointer): only nranks is read from them here;
-                # the rank -> host map comes from the edge lines that every rank prints.
-                i = msg.find(b"nranks ")
-                if i < 0:
-                    i = msg.find(b"nRanks ")
-                j = msg.find(b" ", i + 7)
-                if i >= 0 and msg[i + 7:j].isdigit():
-                    self.nccl.nranks = max(self.nccl.nranks or 0, int(msg[i + 7:j]))
-                    self.nccl.seen = True
-                    continue
-            if msg[11:].startswith((b"Channel", b"Ring")) and b" via " not in msg:
-                self._msgs.add(msg)
-                continue  # a ring listing, not a transport
-            self._msgs.add(msg)
-            if msg.startswith(b" NCCL WARN"):
-                self._warn_msgs.add(msg)
-            fresh[msg] = counts[msg]
+        msgs = set(_MSG.findall(buf, lo, hi))
+        fresh = msgs - self._msgs
+        again = self._warn_msgs & msgs  # WARNs read in an earlier chunk: only counted here
         if fresh:
-            self._fresh_lines(chunk, fresh)
+            fresh = self._skip_inits(fresh)
+            self._msgs |= fresh
+        todo = []
+        for msg in fresh:
+            if msg[10:].startswith((b"Channel", b"Ring")) and b" via " not in msg:
+                continue  # a ring listing, not a transport
+            if msg.startswith(b"NCCL WARN"):
+                self._warn_msgs.add(msg)
+            todo.append(msg)
+        counts: Counter[bytes] = Counter()
+        if again or any(m.startswith(b"NCCL WARN") for m in todo):
+            counts = Counter(_WARN.findall(buf, lo, hi))  # a second pass, only over chunks with WARNs
+        for msg in again:
+            self.nccl.count_warn(decode(msg[10:]), counts[msg])
+        if todo:
+            self._fresh_lines(buf, lo, hi, todo, counts)
         if len(self._msgs) > 500_000:
             self._msgs.clear()
-        # Lines that are not NCCL messages, looked for with one C scan each (single bytes cost ~nothing).
-        kws = [b"/sec"]
-        if self.nccl.version is None:
-            kws.append(b"NCCL version")
-        if chunk.find(b"{") >= 0:
-            kws.append(records.MARK.encode())
-        for kw in kws:
-            p = chunk.find(kw)
-            while p >= 0:
-                start = chunk.rfind(b"\n", 0, p) + 1
-                end = chunk.find(b"\n", p)
-                end = len(chunk) if end < 0 else end
-                line = chunk[start:end]
-                if _MSG.search(line) is None or kw == b"NCCL version":
-                    self._process(decode(line))
-                p = chunk.find(kw, end)
+            self._warn_msgs.clear()
+        # Lines that are not NCCL messages: one C scan for '/sec' (Horovod, tf_cnn_benchmarks), one
+        # memchr for '{' (hpcbench records); NCCL version lines are among _MSG's matches.
+        self._keyword_lines(buf, lo, hi, _SEC)
+        if buf.find(b"{", lo, hi) >= 0:
+            self._keyword_lines(buf, lo, hi, _RECORD)
 
-    def _fresh_lines(self, chunk: bytes, fresh: dict[bytes, int]) -> None:
+    def _skip_inits(self, fresh: set[bytes]) -> set[bytes]:
+        """Init lines differ per communicator (comm pointer): only nranks is read from them here, the
+        rank -> host map comes from the edge lines that every rank prints. One regex over all of them."""
+        inits = [m for m in fresh if b"anks " in m]
+        if not inits:
+            return fresh
+        found = _INIT.findall(b"\n".join(inits))
+        if found:
+            self.nccl.nranks = max(self.nccl.nranks or 0, max(int(n) for _, n in found))
+            self.nccl.seen = True
+            fresh = fresh - {m for m, _ in found}
+        return fresh
+
+    def _keyword_lines(self, buf: bytes, lo: int, hi: int, rx: re.Pattern[bytes]) -> None:
+        m = rx.search(buf, lo, hi)
+        while m is not None:
+            s = buf.rfind(b"\n", lo, m.start())
+            start = lo if s < 0 else s + 1
+            end = buf.find(b"\n", m.end(), hi)
+            end = hi if end < 0 else end
+            if _MSG.search(buf, start, end) is None:  # an NCCL message is read as one
+                self._process(decode(buf[start:end]))
+            m = rx.search(buf, end, hi)
+
+    def _fresh_lines(self, buf: bytes, lo: int, hi: int, todo: list[bytes], counts: Counter[bytes]) -> None:
         """Read the first line of each message not seen before, with its host."""
         spans = []
-        if len(fresh) <= 32:
-            for msg in fresh:
-                p = chunk.find(msg)
-                while p >= 0 and p + len(msg) < len(chunk) and chunk[p + len(msg)] != 10:
-                    p = chunk.find(msg, p + 1)  # a longer message that starts the same way
+        if len(todo) <= 32:
+            for msg in todo:
+                p = buf.find(msg, lo, hi)
+                while p >= 0 and p + len(msg) < hi and buf[p + len(msg)] != 10:
+                    p = buf.find(msg, p + 1, hi)  # a longer message that starts the same way
                 if p < 0:
                     continue
-                spans.append((chunk.rfind(b"\n", 0, p) + 1, p + len(msg), msg))
+                s = buf.rfind(b"\n", lo, p)
+                spans.append((lo if s < 0 else s + 1, p + len(msg), msg))
             spans.sort()
         else:
-            found: set[bytes] = set()
-            for m in _MSG.finditer(chunk):
+            wanted = set(todo)
+            for m in _MSG.finditer(buf, lo, hi):
                 msg = m.group(0)
-                if msg in fresh and msg not in found:
-                    found.add(msg)
-                    spans.append((chunk.rfind(b"\n", 0, m.start()) + 1, m.end(), msg))
-                    if len(found) == len(fresh):
+                if msg in wanted:
+                    wanted.discard(msg)
+                    s = buf.rfind(b"\n", lo, m.start())
+                    spans.append((lo if s < 0 else s + 1, m.end(), msg))
+                    if not wanted:
                         break
         for start, end, msg in spans:
-            self._process(decode(chunk[start:end]))
-            if msg.startswith(b" NCCL WARN") and fresh[msg] > 1:
-                self.nccl.count_warn(decode(msg[11:]), fresh[msg] - 1)
+            self._process(decode(buf[start:end]))
+            if counts[msg] > 1:
+                self.nccl.count_warn(decode(msg[10:]), counts[msg] - 1)
 
     def feed_stream(self, f: BinaryIO) -> None:
         carry = b""
@@ -232,14 +253,17 @@ class Scanner:
                 else:
                     carry = buf
                 continue
-            # one copy per chunk: the carried partial line and the read up to its last newline
-            chunk = b"".join((carry, memoryview(data)[:cut]))
+            lo = 0
+            if carry:  # the line cut by the last read, alone: the rest of this read is not copied
+                lo = data.find(b"\n") + 1
+                self.feed_chunk(carry + data[:lo - 1])
+            if lo <= cut:
+                self.feed_span(data, lo, cut)
             carry = data[cut + 1:]
             if len(carry) > MAX_LINE:
                 self.cut_lines += 1
                 self.feed_chunk(carry[:MAX_LINE])
                 carry, skipping = b"", True
-            self.feed_chunk(chunk)
         if carry:
             self.feed_chunk(carry)
         self.flush()
