@@ -2,20 +2,19 @@
 
 Two ways through a chunk, giving the same facts:
 - the line path cleans and reads every line (wrapped lines are joined, mid-line mpirun tags split);
-- the fast path is taken for big chunks that are almost only NCCL-prefixed lines (multi-GB INFO logs).
-  One regex pass collects the distinct NCCL messages that can carry a fact; only the first line of a
-  message not read before goes to the line path, with its host (a 1024-rank job repeats the same edge
-  lines for every communicator). Limits: the host of a rank that prints only chatter (no such message)
-  is not seen, and hard-wrapped lines are not joined (wrapped logs are rarely NCCL-dominated).
+- the fast path (fastpath.py) is taken for big chunks that are almost only NCCL-prefixed lines
+  (multi-GB INFO logs): only the first line of each fact-carrying NCCL message goes to the line path.
+  For big files its byte work runs in worker processes (parallel.py); the facts are read here, in order.
+  Limits: the host of a rank that prints only chatter (no fact-carrying message) is not seen, and
+  hard-wrapped lines are not joined (wrapped logs are rarely NCCL-dominated).
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Any, BinaryIO
 
-from hpcbench.logs import records
+from hpcbench.logs import fastpath, parallel, records
 from hpcbench.logs.horovod import HorovodState
 from hpcbench.logs.nccl import NcclState
 from hpcbench.logs.nccltests import NcclTestsState
@@ -24,15 +23,7 @@ from hpcbench.logs.prefixes import MPI_TAG, NCCL_PREFIX, clean, decode, split_mi
 CHUNK = 8 << 20
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
 FAST_MIN = 1 << 20  # smaller chunks always take the line path
-# NCCL messages that can carry a fact (the rest is chatter whose only fact, the host, is in these too).
-# The pattern starts with the literal "NCCL ": the regex engine then skips to each 'N' in a tight loop.
-_MSG = re.compile(rb"NCCL (?:WARN|version|INFO (?:Channel|Ring|Coll|Using|NET|Bootstrap|comm|ncclCommInit|rank|"
-                  rb"\[Rank|Init timings|\d|NVLS|Connected|NCCL version))[^\n]*")
-_WARN = re.compile(rb"NCCL WARN[^\n]*")
-# an init line (one per rank and communicator): nranks is its only fact the fast path needs
-_INIT = re.compile(rb"^(NCCL INFO [^\n]*?\bn[Rr]anks (\d+)(?![^ \n])[^\n]*)$", re.MULTILINE)
-_SEC = re.compile(rb"/sec")  # a regex: its search outruns bytes.find on this needle
-_RECORD = re.compile(re.escape(records.MARK.encode()))
+PARALLEL_MIN = 64 << 20  # smaller files are read by one process (starting workers costs ~0.1 s)
 _ROW = re.compile(r"\s*\d+\s+\d+\s")
 _WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
 
@@ -47,8 +38,7 @@ class Scanner:
         self.tags: dict[str, None] = {}
         self._pending: str | None = None
         self._widest = 0  # longest line so far: the terminal width when a paste was hard-wrapped
-        self._msgs: set[bytes] = set()  # NCCL messages already read (fast path)
-        self._warn_msgs: set[bytes] = set()
+        self._seen = fastpath.Seen()  # NCCL messages already read (fast path)
         self.lines = 0
         self.cut_lines = 0
         self.bad_bytes = 0
@@ -103,7 +93,14 @@ class Scanner:
 
     def feed_span(self, buf: bytes, lo: int, hi: int) -> None:
         """The lines of ``buf[lo:hi]``; bounds instead of a slice spare a copy of a whole chunk."""
-        if hi - lo >= FAST_MIN and self._fast(buf, lo, hi):
+        if hi - lo >= FAST_MIN and fastpath.nccl_dominated(buf, lo, hi):
+            self.flush()
+            for kind, a, b in fastpath.split_tables(buf, lo, hi):
+                if kind == "fast":
+                    self.apply(fastpath.extract(buf, a, b, self._seen))
+                else:
+                    self._line_path(buf[a:b])
+                    self.flush()
             return
         self._line_path(buf[lo:hi])
 
@@ -112,124 +109,30 @@ class Scanner:
             self.lines += 1
             self.feed_raw(raw)
 
-    def _nccl_dominated(self, buf: bytes, lo: int, hi: int) -> bool:
-        """Sampled, not counted: 16 windows of 16 KiB decide, at 2% of the cost of a full count."""
-        step = max((hi - lo) // 16, 1)
-        lines = nccl = 0
-        for i in range(lo, hi, step):
-            e = min(i + 16384, hi)
-            lines += buf.count(b"\n", i, e)
-            nccl += buf.count(b" NCCL ", i, e)
-        return lines > 0 and nccl >= 0.75 * lines
-
-    def _fast(self, buf: bytes, lo: int, hi: int) -> bool:
-        if not self._nccl_dominated(buf, lo, hi):
-            return False
-        self.flush()
-        first = buf.find(b"#", lo, hi)
-        if first < 0:
-            self._fast_block(buf, lo, hi)
-            return True
-        # nccl-tests headers, rows and trailers go through the line path: from a little before the
-        # first '#' (rows of a table whose header was cut off) to the end of the line of the last one.
-        a = buf.rfind(b"\n", lo, first)
-        for _ in range(64):
-            if a < lo:
-                break
-            a = buf.rfind(b"\n", lo, a)
-        a = max(a + 1, lo)
-        b = buf.find(b"\n", buf.rfind(b"#", lo, hi), hi)
-        b = hi if b < 0 else b
-        if a > lo:
-            self._fast_block(buf, lo, a - 1)
-        self._line_path(buf[a:b])
-        self.flush()
-        if b + 1 < hi:
-            self._fast_block(buf, b + 1, hi)
-        return True
-
-    def _fast_block(self, buf: bytes, lo: int, hi: int) -> None:
+    def apply(self, found: fastpath.Found, mine: fastpath.Seen | None = None) -> None:
+        """Read what the fast path found. ``mine``: this scanner's own record of messages read, when a
+        worker process extracted ``found`` against its own (it has not seen the other workers' chunks)."""
         self.lines += 1  # counting them would cost a scan; only "is the file empty" is asked
-        msgs = set(_MSG.findall(buf, lo, hi))
-        fresh = msgs - self._msgs
-        again = self._warn_msgs & msgs  # WARNs read in an earlier chunk: only counted here
-        if fresh:
-            fresh = self._skip_inits(fresh)
-            self._msgs |= fresh
-        todo = []
-        for msg in fresh:
-            if msg[10:].startswith((b"Channel", b"Ring")) and b" via " not in msg:
-                continue  # a ring listing, not a transport
-            if msg.startswith(b"NCCL WARN"):
-                self._warn_msgs.add(msg)
-            todo.append(msg)
-        counts: Counter[bytes] = Counter()
-        if again or any(m.startswith(b"NCCL WARN") for m in todo):
-            counts = Counter(_WARN.findall(buf, lo, hi))  # a second pass, only over chunks with WARNs
-        for msg in again:
-            self.nccl.count_warn(decode(msg[10:]), counts[msg])
-        if todo:
-            self._fresh_lines(buf, lo, hi, todo, counts)
-        if len(self._msgs) > 500_000:
-            self._msgs.clear()
-            self._warn_msgs.clear()
-        # Lines that are not NCCL messages: one C scan for '/sec' (Horovod, tf_cnn_benchmarks), one
-        # memchr for '{' (hpcbench records); NCCL version lines are among _MSG's matches.
-        self._keyword_lines(buf, lo, hi, _SEC)
-        if buf.find(b"{", lo, hi) >= 0:
-            self._keyword_lines(buf, lo, hi, _RECORD)
-
-    def _skip_inits(self, fresh: set[bytes]) -> set[bytes]:
-        """Init lines differ per communicator (comm pointer): only nranks is read from them here, the
-        rank -> host map comes from the edge lines that every rank prints. One regex over all of them."""
-        inits = [m for m in fresh if b"anks " in m]
-        if not inits:
-            return fresh
-        found = _INIT.findall(b"\n".join(inits))
-        if found:
-            self.nccl.nranks = max(self.nccl.nranks or 0, max(int(n) for _, n in found))
+        if found.nranks is not None:
+            self.nccl.nranks = max(self.nccl.nranks or 0, found.nranks)
             self.nccl.seen = True
-            fresh = fresh - {m for m, _ in found}
-        return fresh
-
-    def _keyword_lines(self, buf: bytes, lo: int, hi: int, rx: re.Pattern[bytes]) -> None:
-        m = rx.search(buf, lo, hi)
-        while m is not None:
-            s = buf.rfind(b"\n", lo, m.start())
-            start = lo if s < 0 else s + 1
-            end = buf.find(b"\n", m.end(), hi)
-            end = hi if end < 0 else end
-            if _MSG.search(buf, start, end) is None:  # an NCCL message is read as one
-                self._process(decode(buf[start:end]))
-            m = rx.search(buf, end, hi)
-
-    def _fresh_lines(self, buf: bytes, lo: int, hi: int, todo: list[bytes], counts: Counter[bytes]) -> None:
-        """Read the first line of each message not seen before, with its host."""
-        spans = []
-        if len(todo) <= 32:
-            for msg in todo:
-                p = buf.find(msg, lo, hi)
-                while p >= 0 and p + len(msg) < hi and buf[p + len(msg)] != 10:
-                    p = buf.find(msg, p + 1, hi)  # a longer message that starts the same way
-                if p < 0:
-                    continue
-                s = buf.rfind(b"\n", lo, p)
-                spans.append((lo if s < 0 else s + 1, p + len(msg), msg))
-            spans.sort()
-        else:
-            wanted = set(todo)
-            for m in _MSG.finditer(buf, lo, hi):
-                msg = m.group(0)
-                if msg in wanted:
-                    wanted.discard(msg)
-                    s = buf.rfind(b"\n", lo, m.start())
-                    spans.append((lo if s < 0 else s + 1, m.end(), msg))
-                    if not wanted:
-                        break
-        for start, end, msg in spans:
-            self._process(decode(buf[start:end]))
-            if counts[msg] > 1:
-                self.nccl.count_warn(decode(msg[10:]), counts[msg] - 1)
+        fresh = found.fresh
+        if mine is not None:
+            fresh = [(line, msg) for line, msg in fresh if msg not in mine.msgs]
+            mine.msgs.update(msg for _, msg in fresh)
+            if len(mine.msgs) > fastpath.SEEN_MAX:
+                mine.msgs.clear()
+        firsts = {msg for _, msg in fresh}
+        for msg, n in found.warn_counts.items():
+            if msg not in firsts:
+                self.nccl.count_warn(decode(msg[10:]), n)
+        for line, msg in fresh:
+            self._process(decode(line))
+            n = found.warn_counts.get(msg, 0)
+            if n > 1:
+                self.nccl.count_warn(decode(msg[10:]), n - 1)
+        for line in found.extra:
+            self._process(decode(line))
 
     def feed_stream(self, f: BinaryIO) -> None:
         carry = b""
@@ -266,6 +169,30 @@ class Scanner:
                 carry, skipping = b"", True
         if carry:
             self.feed_chunk(carry)
+        self.flush()
+
+    def feed_file(self, f: BinaryIO, path: str, size: int) -> None:
+        """``feed_stream``, with the fast path's byte work spread over worker processes for big files."""
+        jobs = parallel.jobs()
+        bounds = parallel.line_bounds(f, size, CHUNK, MAX_LINE) if jobs > 1 and size >= PARALLEL_MIN else None
+        if bounds is None:  # small, one CPU, or a line too long to cut at: one process reads it all
+            f.seek(0)
+            self.feed_stream(f)
+            return
+        mine = fastpath.Seen()
+        for (a, b), parts in parallel.extracted(path, bounds, jobs, FAST_MIN):
+            if parts is None:  # not NCCL-dominated: the line path, here
+                f.seek(a)
+                data = f.read(b - a)
+                self._line_path(data[:-1] if data.endswith(b"\n") else data)
+                continue
+            self.flush()
+            for kind, x in parts:
+                if kind == "fast":
+                    self.apply(x, mine)
+                else:
+                    self._line_path(x)
+                    self.flush()
         self.flush()
 
     def launcher_prefix(self) -> str | None:

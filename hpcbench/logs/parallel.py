@@ -1,0 +1,84 @@
+"""Worker processes for the fast path's byte work on big files. Each worker reads its chunks itself
+(pread), so no chunk crosses a pipe; only the lines the line path must read come back, in file order.
+
+A worker remembers the messages it handed on, not those of the other workers; the scanner drops the
+ones it has already read (``Scanner.apply``). As chunks are handed out in file order, whatever a
+worker has seen, the scanner has read before, so no first occurrence is lost.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+from collections.abc import Iterator
+from itertools import pairwise
+from typing import BinaryIO
+
+from hpcbench.logs import fastpath
+
+JOBS_ENV = "HPCBENCH_PARSE_JOBS"  # worker processes for big files; 1 reads them in one process
+Parts = list[tuple[str, object]]  # ('fast', fastpath.Found) or ('lines', bytes), in file order
+
+_seen: fastpath.Seen | None = None
+_fd = -1
+
+
+def jobs() -> int:
+    env = os.environ.get(JOBS_ENV, "")
+    if env.isdigit():
+        return max(int(env), 1)
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return min(n, 4)
+
+
+def line_bounds(f: BinaryIO, size: int, chunk: int, max_line: int) -> list[tuple[int, int]] | None:
+    """(start, end) of spans of whole lines of about ``chunk`` bytes; None when a cut finds no newline
+    within ``max_line`` bytes (the one-process reader cuts such a line, and so must read it)."""
+    cuts = [0]
+    pos = cuts[0] + chunk
+    while pos < size:
+        f.seek(pos - 1)
+        got = 0
+        while True:
+            window = f.read(min(64 << 10, max_line - got))
+            nl = window.find(b"\n")
+            if nl >= 0:
+                break
+            got += len(window)
+            if not window or got >= max_line:
+                return None
+        cut = pos + got + nl  # just after the newline that ends the line holding byte pos - 1
+        if cut >= size:
+            break
+        cuts.append(cut)
+        pos = cut + chunk
+    cuts.append(size)
+    return list(pairwise(cuts))
+
+
+def _start(path: str) -> None:
+    global _seen, _fd
+    _seen, _fd = fastpath.Seen(), os.open(path, os.O_RDONLY)
+
+
+def _work(span: tuple[int, int], fast_min: int) -> Parts | None:
+    """None: the span is not NCCL-dominated (or the file changed), and the scanner reads it itself."""
+    a, b = span
+    data = os.pread(_fd, b - a, a)
+    hi = len(data) - 1 if data.endswith(b"\n") else len(data)
+    assert _seen is not None
+    if len(data) != b - a or hi < fast_min or not fastpath.nccl_dominated(data, 0, hi):
+        return None
+    return [("fast", fastpath.extract(data, x, y, _seen)) if kind == "fast" else ("lines", data[x:y])
+            for kind, x, y in fastpath.split_tables(data, 0, hi)]
+
+
+def extracted(path: str, bounds: list[tuple[int, int]], n: int, fast_min: int
+              ) -> Iterator[tuple[tuple[int, int], Parts | None]]:
+    """Each span with what its worker found, in file order."""
+    with multiprocessing.get_context("fork").Pool(n, initializer=_start, initargs=(path,)) as pool:
+        yield from zip(bounds, pool.imap(functools.partial(_work, fast_min=fast_min), bounds))
