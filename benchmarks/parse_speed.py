@@ -8,12 +8,12 @@ channel count), ring and tree edges (P2P/IPC/read and SHM inside a node, NET/IB/
 [receive] between nodes), ring listings on rank 0, per-collective chatter (NCCL_DEBUG_SUBSYS=COLL),
 application lines, and an nccl-tests table with its 1024 'Rank' lines; communicators are created
 again and again (as Megatron-style jobs do) until the file reaches the size. Then, in the same run,
-it times `hpcbench parse FILE --format json` (in one process, HPCBENCH_PARSE_JOBS=1, and with its
-default worker processes) and `grep -c 'NCCL INFO' FILE`, interleaved, --repeat times (the file is read
-once before, so all read from the page cache). It prints medians of wall and CPU time (user + system,
-os.wait4 of the child, which includes the workers it reaped; on a machine shared with other work the
-CPU ratio is the steadier figure), the ratios, and the peak RSS of the largest process (ru_maxrss) and
-of all the parser's processes together (polled from /proc). The folder is deleted unless --keep.
+it times `hpcbench parse FILE --format json` (in one process, HPCBENCH_PARSE_JOBS=1; with 2 worker
+processes; with the default, which counts idle CPUs) and `grep -c 'NCCL INFO' FILE`, interleaved,
+--repeat times (the file is read once before, so all read from the page cache). It prints medians of
+wall and CPU time (user + system, os.wait4 of the child, which includes the workers it reaped; on a
+machine shared with other work the CPU ratio is the steadier figure), the ratios, and the peak RSS of
+the largest process (ru_maxrss) and of all the parser's processes together (polled from /proc). The folder is deleted unless --keep.
 """
 
 from __future__ import annotations
@@ -180,7 +180,8 @@ def main() -> None:
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before the runs")
         parse = [sys.executable, "-m", "hpcbench", "parse", str(log), "--format", "json"]
-        modes = [("1 process", "1"), ("auto workers", "")]
+        # the default picks worker processes by idle CPUs (one process on a busy machine)
+        modes = [("1 process", "1"), ("2 workers", "2"), ("default", "")]
         runs: dict[str, list[tuple[float, float, int, int, int]]] = {"grep": []}
         runs.update({m: [] for m, _ in modes})
         out = tmp / "parsed.json"

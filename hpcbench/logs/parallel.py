@@ -25,6 +25,8 @@ _fd = -1
 
 
 def jobs() -> int:
+    """Worker processes: HPCBENCH_PARSE_JOBS, else the CPUs that are idle (up to 4). On a busy machine
+    workers gain no time and cost some (each reads its first chunks' messages as new)."""
     env = os.environ.get(JOBS_ENV, "")
     if env.isdigit():
         return max(int(env), 1)
@@ -32,7 +34,11 @@ def jobs() -> int:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
-    return min(n, 4)
+    try:
+        idle = n - os.getloadavg()[0]
+    except OSError:
+        idle = n
+    return max(1, min(n, 4, int(idle + 0.5)))
 
 
 def line_bounds(f: BinaryIO, size: int, chunk: int, max_line: int) -> list[tuple[int, int]] | None:
