@@ -5,8 +5,9 @@ Two ways through a chunk, giving the same facts:
 - the fast path (fastpath.py) is taken for big chunks that are almost only NCCL-prefixed lines
   (multi-GB INFO logs): only the first line of each fact-carrying NCCL message goes to the line path.
   For big files its byte work runs in worker processes (parallel.py); the facts are read here, in order.
-  Limits: the host of a rank that prints only chatter (no fact-carrying message) is not seen, and
-  hard-wrapped lines are not joined (wrapped logs are rarely NCCL-dominated).
+  Limits: a host none of whose ranks prints an edge line or another message of its own is not seen
+  (a message printed alike by many hosts is read once), and hard-wrapped lines are not joined
+  (wrapped logs are rarely NCCL-dominated).
 """
 
 from __future__ import annotations
