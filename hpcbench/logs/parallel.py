@@ -13,6 +13,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 from itertools import pairwise
+from multiprocessing.pool import Pool
 from typing import BinaryIO
 
 from hpcbench.logs import fastpath
@@ -27,6 +28,8 @@ _fd = -1
 def jobs() -> int:
     """Worker processes: HPCBENCH_PARSE_JOBS, else the CPUs that are idle (up to 4). On a busy machine
     workers gain no time and cost some (each reads its first chunks' messages as new)."""
+    if multiprocessing.current_process().daemon:
+        return 1  # a pool's worker may not start processes of its own
     env = os.environ.get(JOBS_ENV, "")
     if env.isdigit():
         return max(int(env), 1)
@@ -83,8 +86,16 @@ def _work(span: tuple[int, int], fast_min: int) -> Parts | None:
             for kind, x, y in fastpath.split_tables(data, 0, hi)]
 
 
-def extracted(path: str, bounds: list[tuple[int, int]], n: int, fast_min: int
+def start(path: str, n: int) -> Pool | None:
+    """A pool of ``n`` workers reading ``path``; None where processes cannot be started."""
+    try:
+        return multiprocessing.get_context("fork").Pool(n, initializer=_start, initargs=(path,))
+    except (OSError, ValueError):
+        return None
+
+
+def extracted(pool: Pool, bounds: list[tuple[int, int]], fast_min: int
               ) -> Iterator[tuple[tuple[int, int], Parts | None]]:
-    """Each span with what its worker found, in file order."""
-    with multiprocessing.get_context("fork").Pool(n, initializer=_start, initargs=(path,)) as pool:
+    """Each span with what its worker found, in file order; the pool is closed at the end."""
+    with pool:
         yield from zip(bounds, pool.imap(functools.partial(_work, fast_min=fast_min), bounds))

@@ -176,12 +176,13 @@ class Scanner:
         """``feed_stream``, with the fast path's byte work spread over worker processes for big files."""
         jobs = parallel.jobs()
         bounds = parallel.line_bounds(f, size, CHUNK, MAX_LINE) if jobs > 1 and size >= PARALLEL_MIN else None
-        if bounds is None:  # small, one CPU, or a line too long to cut at: one process reads it all
+        pool = parallel.start(path, jobs) if bounds else None
+        if bounds is None or pool is None:  # small, one CPU, a line too long to cut at, or no fork
             f.seek(0)
             self.feed_stream(f)
             return
         mine = fastpath.Seen()
-        for (a, b), parts in parallel.extracted(path, bounds, jobs, FAST_MIN):
+        for (a, b), parts in parallel.extracted(pool, bounds, FAST_MIN):
             if parts is None:  # not NCCL-dominated: the line path, here
                 f.seek(a)
                 data = f.read(b - a)
