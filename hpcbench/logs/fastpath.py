@@ -48,6 +48,17 @@ class Found:
     extra: list[bytes] = field(default_factory=list)  # lines found by keyword ('/sec', records)
 
 
+Parts = list[tuple[str, Found | bytes]]  # ('fast', Found) or ('lines', bytes for the line path), in order
+
+
+def read_span(buf: bytes, lo: int, hi: int, seen: Seen, fast_min: int) -> Parts | None:
+    """The fast path over ``buf[lo:hi]``; None when the span is small or not NCCL-dominated."""
+    if hi - lo < fast_min or not nccl_dominated(buf, lo, hi):
+        return None
+    return [("fast", extract(buf, a, b, seen)) if kind == "fast" else ("lines", buf[a:b])
+            for kind, a, b in split_tables(buf, lo, hi)]
+
+
 def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
     """Sampled, not counted: 16 windows of 16 KiB decide, at 2% of the cost of a full count."""
     step = max((hi - lo) // 16, 1)

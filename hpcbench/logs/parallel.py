@@ -19,7 +19,6 @@ from typing import BinaryIO
 from hpcbench.logs import fastpath
 
 JOBS_ENV = "HPCBENCH_PARSE_JOBS"  # worker processes for big files; 1 reads them in one process
-Parts = list[tuple[str, object]]  # ('fast', fastpath.Found) or ('lines', bytes), in file order
 
 _seen: fastpath.Seen | None = None
 _fd = -1
@@ -74,16 +73,14 @@ def _start(path: str) -> None:
     _seen, _fd = fastpath.Seen(), os.open(path, os.O_RDONLY)
 
 
-def _work(span: tuple[int, int], fast_min: int) -> Parts | None:
+def _work(span: tuple[int, int], fast_min: int) -> fastpath.Parts | None:
     """None: the span is not NCCL-dominated (or the file changed), and the scanner reads it itself."""
     a, b = span
     data = os.pread(_fd, b - a, a)
-    hi = len(data) - 1 if data.endswith(b"\n") else len(data)
     assert _seen is not None
-    if len(data) != b - a or hi < fast_min or not fastpath.nccl_dominated(data, 0, hi):
+    if len(data) != b - a:
         return None
-    return [("fast", fastpath.extract(data, x, y, _seen)) if kind == "fast" else ("lines", data[x:y])
-            for kind, x, y in fastpath.split_tables(data, 0, hi)]
+    return fastpath.read_span(data, 0, len(data) - 1 if data.endswith(b"\n") else len(data), _seen, fast_min)
 
 
 def start(path: str, n: int) -> Pool | None:
@@ -95,7 +92,7 @@ def start(path: str, n: int) -> Pool | None:
 
 
 def extracted(pool: Pool, bounds: list[tuple[int, int]], fast_min: int
-              ) -> Iterator[tuple[tuple[int, int], Parts | None]]:
+              ) -> Iterator[tuple[tuple[int, int], fastpath.Parts | None]]:
     """Each span with what its worker found, in file order; the pool is closed at the end."""
     with pool:
         yield from zip(bounds, pool.imap(functools.partial(_work, fast_min=fast_min), bounds))

@@ -94,16 +94,20 @@ class Scanner:
 
     def feed_span(self, buf: bytes, lo: int, hi: int) -> None:
         """The lines of ``buf[lo:hi]``; bounds instead of a slice spare a copy of a whole chunk."""
-        if hi - lo >= FAST_MIN and fastpath.nccl_dominated(buf, lo, hi):
-            self.flush()
-            for kind, a, b in fastpath.split_tables(buf, lo, hi):
-                if kind == "fast":
-                    self.apply(fastpath.extract(buf, a, b, self._seen))
-                else:
-                    self._line_path(buf[a:b])
-                    self.flush()
-            return
-        self._line_path(buf[lo:hi])
+        parts = fastpath.read_span(buf, lo, hi, self._seen, FAST_MIN)
+        if parts is None:
+            self._line_path(buf[lo:hi])
+        else:
+            self._read_parts(parts)
+
+    def _read_parts(self, parts: fastpath.Parts, mine: fastpath.Seen | None = None) -> None:
+        self.flush()
+        for _, x in parts:
+            if isinstance(x, fastpath.Found):
+                self.apply(x, mine)
+            else:
+                self._line_path(x)
+                self.flush()
 
     def _line_path(self, block: bytes) -> None:
         for raw in block.split(b"\n"):
@@ -188,13 +192,7 @@ class Scanner:
                 data = f.read(b - a)
                 self._line_path(data[:-1] if data.endswith(b"\n") else data)
                 continue
-            self.flush()
-            for kind, x in parts:
-                if kind == "fast":
-                    self.apply(x, mine)
-                else:
-                    self._line_path(x)
-                    self.flush()
+            self._read_parts(parts, mine)
         self.flush()
 
     def launcher_prefix(self) -> str | None:
