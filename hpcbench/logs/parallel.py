@@ -25,8 +25,9 @@ _fd = -1
 
 
 def jobs() -> int:
-    """Worker processes: HPCBENCH_PARSE_JOBS, else the CPUs that are idle (up to 4). On a busy machine
-    workers gain no time and cost some (each reads its first chunks' messages as new)."""
+    """Worker processes: HPCBENCH_PARSE_JOBS, else the CPUs that are idle, at most 2 (each holds ~50 MB
+    resident, and all of them together stay within the 200 MB goal). On a busy machine workers gain no
+    time and cost some (each reads its first chunks' messages as new)."""
     if multiprocessing.current_process().daemon:
         return 1  # a pool's worker may not start processes of its own
     env = os.environ.get(JOBS_ENV, "")
@@ -40,7 +41,7 @@ def jobs() -> int:
         idle = n - os.getloadavg()[0]
     except OSError:
         idle = n
-    return max(1, min(n, 4, int(idle + 0.5)))
+    return max(1, min(n, 2, int(idle + 0.5)))
 
 
 def line_bounds(f: BinaryIO, size: int, chunk: int, max_line: int) -> list[tuple[int, int]] | None:
