@@ -267,7 +267,8 @@ def test_fast_path_gives_the_line_paths_facts(tmp_path, monkeypatch):
 def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
     p = tmp_path / "big.log"
     p.write_text(_big_log())
-    monkeypatch.setattr(scan, "CHUNK", 1 << 20)
+    monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
+    monkeypatch.setattr(scan, "FAST_MIN", 128 << 10)
     monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
     monkeypatch.setenv(parallel.JOBS_ENV, "1")
     one = parse_file(p)
@@ -282,6 +283,8 @@ def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "extracted", spy)
     monkeypatch.setenv(parallel.JOBS_ENV, "3")
     many = parse_file(p)
-    assert sum(spans) >= 4  # chunks read by workers (the short last one is read here)
+    assert sum(spans) >= 4  # spans read by workers (the short last one is read here)
     assert many == one
+    monkeypatch.setattr(scan, "FAST_MIN", 1 << 40)
+    assert many == parse_file(p)  # and the line path
     assert {w["message"]: w["count"] for w in many["nccl"]["warn_details"]}["Cuda failure 'out of memory'"] == 6
