@@ -21,6 +21,8 @@ hpcbench_horovod_build() {
     "$VENV/bin/python" -m pip download -q --no-deps --no-binary :all: "horovod==$HOROVOD_VERSION" -d "$work" \
         || { echo "error: cannot download the horovod==$HOROVOD_VERSION sdist from PyPI" >&2; return 2; }
     sdist=$(ls "$work"/horovod-"$HOROVOD_VERSION".tar.gz)
+    # --no-build-isolation builds with the venv's own setuptools; before 70.1 it has no bdist_wheel.
+    "$VENV/bin/python" -m pip install -q wheel 2>&1 | grep -v "^WARNING: Location" || true
     src=$(_hpcbench_horovod_src "$sdist" "$work/try1") || return 2
     if [ -x /usr/local/cuda/bin/nvcc ]; then
         cc_env=(CUDA_HOME=/usr/local/cuda CUDAToolkit_ROOT=/usr/local/cuda HOROVOD_BUILD_CUDA_CC_LIST=80,90
