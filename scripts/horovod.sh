@@ -22,11 +22,9 @@ hpcbench_horovod_build() {
     "$VENV/bin/python" -m pip download -q --no-deps --no-binary :all: "horovod==$HOROVOD_VERSION" -d "$work" \
         || { echo "error: cannot download the horovod==$HOROVOD_VERSION sdist from PyPI" >&2; return 2; }
     sdist=$(ls "$work"/horovod-"$HOROVOD_VERSION".tar.gz)
-    tar -xzf "$sdist" -C "$work"
-    src="$work/horovod-$HOROVOD_VERSION"
-    sed -i 's/CMAKE_CXX_STANDARD 14/CMAKE_CXX_STANDARD 20/' "$src/CMakeLists.txt" "$src/horovod/torch/CMakeLists.txt"
-    grep -q 'CMAKE_CXX_STANDARD 20' "$src/horovod/torch/CMakeLists.txt" \
-        || { echo "error: horovod sdist layout changed: CMAKE_CXX_STANDARD not found to patch" >&2; return 2; }
+    # --no-build-isolation builds with the venv's own setuptools; before 70.1 it has no bdist_wheel.
+    "$VENV/bin/python" -m pip install -q wheel 2>&1 | grep -v "^WARNING: Location" || true
+    src=$(_hpcbench_horovod_src "$sdist" "$work/try1") || return 2
     if [ -x /usr/local/cuda/bin/nvcc ]; then
         # shellcheck disable=SC2054  # 80,90 is one value: the list of compute capabilities
         cc_env=(CUDA_HOME=/usr/local/cuda CUDAToolkit_ROOT=/usr/local/cuda HOROVOD_BUILD_CUDA_CC_LIST=80,90
@@ -48,12 +46,24 @@ hpcbench_horovod_build() {
             _hpcbench_horovod_keep "$work" && return 0
         fi
         echo "note: the NCCL build failed (log: $work/build-nccl.log); building without NCCL operations" >&2
+        # A fresh tree: pip builds in place, and CMake's cache would keep the NCCL settings.
+        src=$(_hpcbench_horovod_src "$sdist" "$work/try2") || return 2
     fi
     echo "== building horovod $HOROVOD_VERSION with MPI and Gloo (a few minutes)"
     (cd "$src" && env "${base[@]}" "${cc_env[@]}" "$VENV/bin/python" -m pip wheel -q --no-build-isolation --no-deps . \
         -w "$work/dist" >"$work/build.log" 2>&1) \
         || { tail -40 "$work/build.log" >&2; echo "error: horovod build failed (log: $work/build.log)" >&2; return 2; }
     _hpcbench_horovod_keep "$work"
+}
+
+_hpcbench_horovod_src() {  # extract the sdist into $2 and patch it; prints the source folder
+    mkdir -p "$2"
+    tar -xzf "$1" -C "$2"
+    local src="$2/horovod-$HOROVOD_VERSION"
+    sed -i 's/CMAKE_CXX_STANDARD 14/CMAKE_CXX_STANDARD 20/' "$src/CMakeLists.txt" "$src/horovod/torch/CMakeLists.txt"
+    grep -q 'CMAKE_CXX_STANDARD 20' "$src/horovod/torch/CMakeLists.txt" \
+        || { echo "error: horovod sdist layout changed: CMAKE_CXX_STANDARD not found to patch" >&2; return 2; }
+    echo "$src"
 }
 
 _hpcbench_horovod_keep() {

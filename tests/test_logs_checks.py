@@ -69,11 +69,12 @@ def test_gpu_job_without_nccl_lines(tmp_path):
 
 
 def test_parse_json_and_table(cli):
-    files = [str(LOGS / "nccltests_1.log"), str(LOGS / "horovod_1.log")]
+    files = [str(LOGS / "nccltests_1.log"), str(LOGS / "horovod_1.log"), str(LOGS / "nccl_ring-p2pipc-4nodes_13.log")]
     out = cli("parse", *files, "--format", "json")
     assert out.returncode == 0, out.stderr
     docs = json.loads(out.stdout)
-    assert [d["file"] for d in docs] == files
+    assert docs == json.loads(json.dumps([parse_file(f) for f in files]))  # edges are written apart
+    assert len(docs[2]["nccl"]["edges"]) > 10
     assert docs[0]["nccl_tests"]["avg_busbw"] == 1.15327 and docs[1]["horovod"]["total_img_sec"] == 4801.4
     table = cli("parse", *files)
     assert table.returncode == 0 and "AWS Libfabric" in table.stdout and "4801.4" in table.stdout

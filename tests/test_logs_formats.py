@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from hpcbench.logs import parse_file, scan
+from hpcbench.logs import parallel, parse_file, scan
 from hpcbench.logs.nccl import normalise
 from hpcbench.schema import RankInfo, ResultRecord
 
@@ -236,6 +236,8 @@ def _big_log() -> str:
                     for k in range(120)]
             if comm == 2 and r == 7:
                 out.append(f"{host}:{1000 + r}:{5000 + comm} [{dev}] transport/net_ib.cc:1 NCCL WARN NET/IB : Got async event : port error\n")
+            if r == 9:  # the same WARN in every communicator: counted across chunks
+                out.append(f"{p[:-10]}NCCL WARN Cuda failure 'out of memory'\n")
         if comm == 3:
             out.append(NT_HEADER + _row(1 << 20, 5.5) + _row(1 << 22, 7.5) + "# Avg bus bandwidth    : 6.5\n")
     out.append("Total img/sec on 64 GPU(s): 1234.5 +-3.2\n")
@@ -254,5 +256,35 @@ def test_fast_path_gives_the_line_paths_facts(tmp_path, monkeypatch):
     n = fast["nccl"]
     assert len(n["hosts"]) == 8 and n["nranks"] == 64 and n["network"] == "IB"
     assert len(n["edges"]) == 64 * 8 and n["transports"] == ["NET/IB", "P2P/IPC"]
-    assert n["warn_details"][0]["first_host"] == "n00" and n["warn_details"][0]["count"] == 1
+    warns = {w["message"]: w for w in n["warn_details"]}
+    assert warns["NET/IB : Got async event : port error"]["first_host"] == "n00"
+    assert warns["NET/IB : Got async event : port error"]["count"] == 1
+    assert warns["Cuda failure 'out of memory'"]["count"] == 6
+    assert warns["Cuda failure 'out of memory'"]["first_host"] == "n01"
     assert fast["nccl_tests"]["avg_busbw"] == 6.5 and fast["horovod"]["num_gpus"] == 64
+
+
+def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
+    p = tmp_path / "big.log"
+    p.write_text(_big_log())
+    monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
+    monkeypatch.setattr(scan, "FAST_MIN", 128 << 10)
+    monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    one = parse_file(p)
+    spans = []
+    real = parallel.extracted
+
+    def spy(*a, **k):
+        for span, parts in real(*a, **k):
+            spans.append(parts is not None)
+            yield span, parts
+
+    monkeypatch.setattr(parallel, "extracted", spy)
+    monkeypatch.setenv(parallel.JOBS_ENV, "3")
+    many = parse_file(p)
+    assert sum(spans) >= 4  # spans read by workers (the short last one is read here)
+    assert many == one
+    monkeypatch.setattr(scan, "FAST_MIN", 1 << 40)
+    assert many == parse_file(p)  # and the line path
+    assert {w["message"]: w["count"] for w in many["nccl"]["warn_details"]}["Cuda failure 'out of memory'"] == 6

@@ -3,6 +3,7 @@ what cannot be read becomes a warning on the file. A missing or unreadable file 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,9 @@ def parse_file(path: str | Path) -> dict[str, Any]:
     sc = Scanner()
     with f:
         head = f.read(1)
-        f.seek(0)
         try:
-            sc.feed_stream(f)
+            size = os.fstat(f.fileno()).st_size
+            sc.feed_file(f, str(p), size)
         except OSError as e:
             sc.warnings.append(f"read stopped early: {e.strerror or e}")
         if head in (b"{", b"[") and not sc.records:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+_CTRL = re.compile(r"(?s).{0,3}?[\x00-\x08\n-\x1f]")  # a control character in the first 4
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 # mpirun --tag-output "[1,3]<stdout>:" and horovodrun/Gloo "[3]<stdout>:"; both may also appear mid-line
@@ -52,7 +53,7 @@ class Line:
 
 def decode(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
-    if "\x1b" in text or "\r" in text or "\x00" in text or any(c < " " and c != "\t" for c in text[:4]):
+    if "\x1b" in text or "\r" in text or "\x00" in text or _CTRL.match(text):
         text = ANSI.sub("", text.replace("\r", ""))
     return text
 
