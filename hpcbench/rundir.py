@@ -170,6 +170,10 @@ class PointPaths:
 class RunDir:
     def __init__(self, root: Path):
         self.root = Path(root).resolve()
+        # The ledger is append-only, so (inode, size, mtime) says whether the last parse still holds;
+        # one status poll asks for it several times (queued ids, then every point's state).
+        self._events_key: tuple[int, int, int] | None = None
+        self._events: list[dict[str, Any]] = []
 
     sweep_copy = property(lambda self: self.root / "sweep.toml")
     # The cluster profile file the sweep used (its absolute path), so resubmit renders with it again.
@@ -296,11 +300,17 @@ class RunDir:
             fcntl.flock(f, fcntl.LOCK_UN)
 
     def events(self) -> Iterator[dict[str, Any]]:
-        if not self.ledger.exists():
-            return
-        for n, line in enumerate(self.ledger.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                yield schema.check(json.loads(line), schema.LEDGER, f"{self.ledger}:{n}")
+        try:
+            st = self.ledger.stat()
+        except FileNotFoundError:
+            return iter(())
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if key != self._events_key:
+            text = self.ledger.read_text(encoding="utf-8")
+            self._events = [schema.check(json.loads(line), schema.LEDGER, f"{self.ledger}:{n}")
+                            for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+            self._events_key = key
+        return iter(self._events)
 
     def submissions(self) -> dict[str, dict[str, Any]]:
         """Latest submission attempt per point id.

@@ -178,3 +178,17 @@ def test_progress_line_in_place_on_a_tty_one_line_per_change_otherwise():
         time.sleep(0)
     bar.done()
     assert tty.getvalue() == "\r1 RUNNING, 1 PENDING\r2 COMPLETED         \n"
+
+
+def test_ledger_reread_after_every_append(tmp_path):
+    """The parsed ledger is reused only while the file is unchanged: each new line is seen at once,
+    by the same RunDir object and by a second one (another process's view)."""
+    rd, pts = make_run(tmp_path)
+    other = RunDir(rd.root)
+    rd.record("submitting", pts[0].id, backend="sbatch")
+    assert rd.submissions()[pts[0].id]["event"] == "submitting"
+    for n in range(1, 4):
+        other.record("submitted", pts[0].id, job_id=str(100 + n), backend="sbatch")
+        assert rd.submissions()[pts[0].id]["job_id"] == str(100 + n)
+        assert rd.queued_job_ids() == [str(100 + n)]
+    assert rd.recorded_job_ids() == {"101", "102", "103"}
