@@ -57,8 +57,8 @@ def sbatch(tmp_path, script: str, *opts: str, **env: str) -> tuple[str, Path]:
 
 
 @pytest.mark.slurm
-def test_nccl_2node_falls_back_to_hpcbench_allreduce_and_prints_the_table(tmp_path, slurm_cluster):
-    log, _ = sbatch(tmp_path, "nccl_2node.sh", "--ntasks-per-node=1", MAX_BYTES="64K", ITERS="3",
+def test_nccl_2node_falls_back_to_hpcbench_allreduce_and_prints_the_table(tmp_path, slurm_cluster, cli):
+    log, run_dir = sbatch(tmp_path, "nccl_2node.sh", "--ntasks-per-node=1", MAX_BYTES="64K", ITERS="3",
                           WARMUP_ITERS="1", NCCL_TESTS_DIR=str(tmp_path / "none"))
     assert "# FALLBACK: all_reduce_perf not found" in log and "running hpcbench's allreduce benchmark instead" in log
     rows = [m.groups() for line in log.splitlines() if (m := ROW.match(line))]
@@ -69,6 +69,15 @@ def test_nccl_2node_falls_back_to_hpcbench_allreduce_and_prints_the_table(tmp_pa
     assert re.search(r"^# Avg bus bandwidth\s*:\s*[\d.]+", log, re.MULTILINE)
     assert re.search(r"^#\s+Rank\s+0 ", log, re.MULTILINE) and re.search(r"^#\s+Rank\s+1 ", log, re.MULTILINE)
     assert "# modules: hpcbench/0.1.0" in log
+    # What a user does next: summarize the script's folder. Its allreduce table holds every size of the log.
+    proc = cli("summarize", str(run_dir), "--out", str(tmp_path / "report"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    md = (tmp_path / "report" / "report.md").read_text()
+    table = md.split("## Allreduce", 1)[1].split("\n## ", 1)[0]
+    assert "no allreduce" not in table
+    cells = re.findall(r"^\| (\d+ (?:B|KiB|MiB|GiB)) +\| ([\d.]+) \(([\d.]+)\)", table, re.MULTILINE)
+    assert len(cells) == len(sizes) and cells[0][0] == "8 B" and cells[-1][0] == "64 KiB", table
+    assert float(cells[-1][1]) == pytest.approx(float(rows[-1][7]), abs=0.01), (cells[-1], rows[-1])
 
 
 @pytest.mark.slurm
