@@ -2,7 +2,8 @@
 # Sourced by demo.sh and test.sh: create .venv with hpcbench and its dependencies, once.
 # torch/torchvision are pinned to the releases this project is tested with (a CUDA build; it runs on CPU too).
 HPCBENCH_PY=${HPCBENCH_PY:-python3}
-VENV=${HPCBENCH_VENV:-.venv}
+# Absolute, because later steps (scripts/horovod.sh) run the venv's python from other folders.
+VENV=$(realpath -m "${HPCBENCH_VENV:-.venv}")
 TORCH_PINS="torch==2.14.1 torchvision==0.29.1"
 stamp_want="$(cat setup.cfg scripts/venv.sh | sha256sum | cut -c1-16)"
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.hpcbench-stamp" 2>/dev/null)" != "$stamp_want" ]; then
