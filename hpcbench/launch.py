@@ -7,6 +7,7 @@ import shlex
 from hpcbench.plan import Point
 from hpcbench.spec import SlurmSettings
 from hpcbench.workloads.config import AllreduceConfig, RankConfig, TrainConfig
+from hpcbench.workloads.distenv import JOB_PORT_SHELL
 from hpcbench.workloads.frameworks import HOROVOD_MAP
 
 WORKLOAD_MODULE = {"train": "hpcbench.workloads.train", "allreduce": "hpcbench.workloads.allreduce"}
@@ -43,7 +44,7 @@ def launcher_prelude(point: Point, slurm: SlurmSettings, python: str = "python3"
         # The first node's address as the ranks themselves find it (DNS, else Slurm's NodeAddr).
         find = "from hpcbench.workloads.distenv import from_environ; print(from_environ().master_addr)"
         return [f"MASTER_ADDR=$({shlex.quote(python)} -c {shlex.quote(find)})",
-                "MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))"]
+                f"MASTER_PORT={JOB_PORT_SHELL}"]
     return []
 
 

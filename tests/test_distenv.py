@@ -1,8 +1,14 @@
 from __future__ import annotations
 
+import re
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from hpcbench.workloads.distenv import expand_hostlist, from_environ, resolve_addr
+from hpcbench.workloads.distenv import JOB_PORT_SHELL, expand_hostlist, from_environ, job_port, resolve_addr, side_port
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("expr, hosts", [
@@ -20,7 +26,28 @@ def test_slurm_variables():
                         "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "1234", "MASTER_ADDR": "10.0.0.1"})
     assert (env.rank, env.world_size, env.local_rank, env.node_rank, env.nnodes) == (3, 4, 1, 1, 2)
     assert env.launcher == "slurm" and env.master_addr == "10.0.0.1"
-    assert env.master_port == 20000 + 1234  # derived from the job id, so concurrent jobs differ
+    assert env.master_port == job_port("1234") != job_port("1235")  # concurrent jobs differ
+
+
+def test_job_ports_stay_below_the_ephemeral_range():
+    # A listening port in the ephemeral range can already be held by an outgoing connection
+    # (a Horovod Gloo rendezvous on 40035 failed with EADDRINUSE in CI).
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for job in range(0, 200_000, 7):
+        master = job_port(str(job))
+        side = side_port(master)
+        assert 1024 <= master < low and 1024 <= side < low and side != master
+    assert side_port(29500) < low  # torchrun's default MASTER_PORT, too
+
+
+def test_job_scripts_derive_the_same_port_as_the_ranks():
+    # The torchrun prelude and sbatch/ddp_cifar10_2node.sh compute the port in bash before any Python runs.
+    line = re.search(r"^RDZV_PORT=\$\{RDZV_PORT:-(.*)\}$", (REPO / "sbatch/ddp_cifar10_2node.sh").read_text(), re.MULTILINE)
+    for job in ("7", "40035", "123456"):
+        for expr in (JOB_PORT_SHELL, line.group(1)):
+            out = subprocess.run(["bash", "-c", f"echo {expr}"], env={"SLURM_JOB_ID": job},
+                                 capture_output=True, text=True, check=True).stdout
+            assert int(out) == job_port(job)
 
 
 def test_openmpi_rank_wins_over_slurm_procid():

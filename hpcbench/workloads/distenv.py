@@ -13,6 +13,25 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+# A job's listening ports live below Linux's default ephemeral range (32768-60999): any process's
+# outgoing connections (Gloo pairs, slurmd RPCs) may already hold a port in there, which made a
+# rendezvous on 40035 fail with EADDRINUSE. MASTER_PORT is 11000-20999, the side port 21000-30999.
+JOB_PORT_BASE = 11000
+JOB_PORT_SPAN = 10000
+# The same rule for job scripts, which set MASTER_PORT before any Python runs.
+JOB_PORT_SHELL = f"$(({JOB_PORT_BASE} + ${{SLURM_JOB_ID:-0}} % {JOB_PORT_SPAN}))"
+
+
+def job_port(job_id: str | None) -> int:
+    """The job's MASTER_PORT, derived from its id so that concurrent jobs sharing a node differ."""
+    digits = re.sub(r"\D", "", job_id or "") or "0"
+    return JOB_PORT_BASE + int(digits) % JOB_PORT_SPAN
+
+
+def side_port(master_port: int) -> int:
+    """A second listening port for the same job (Horovod's Gloo rendezvous), never equal to master_port."""
+    return JOB_PORT_BASE + JOB_PORT_SPAN + master_port % JOB_PORT_SPAN
+
 
 @dataclass(frozen=True)
 class DistEnv:
@@ -113,7 +132,5 @@ def from_environ(env: Mapping[str, str] | None = None) -> DistEnv:
         addr = resolve_addr(expand_hostlist(nodelist)[0]) if nodelist else "127.0.0.1"
     port = _first_int(env, "MASTER_PORT")
     if port is None:
-        # Derived from the job id so that concurrent jobs on shared nodes do not collide.
-        digits = re.sub(r"\D", "", job_id or "") or "0"
-        port = 20000 + int(digits) % 20000
+        port = job_port(job_id)
     return DistEnv(rank, local, world, node_rank, nnodes, addr, port, job_id, launcher)

@@ -30,9 +30,8 @@ from typing import Any
 
 from hpcbench.workloads.common import BackendUnavailable, init_process_group
 from hpcbench.workloads.config import TrainConfig
-from hpcbench.workloads.distenv import DistEnv
+from hpcbench.workloads.distenv import DistEnv, side_port
 
-RENDEZVOUS_PORT_OFFSET = 20000
 HOROVOD_MAP = {"mpi": ("mpi", "mpi"), "gloo": ("gloo", "gloo"), "nccl": ("mpi", "mpi"), "oneccl": ("mpi", "ccl")}
 
 
@@ -118,10 +117,7 @@ class Horovod(Framework):
     def _gloo_rendezvous(self) -> Any:
         """Rank 0 serves the rendezvous that horovodrun would; the others wait for it (bounded)."""
         env, cfg = self.env, self.cfg
-        # master_port is 20000-39999 (derived from the job id); +20000 keeps this job's rendezvous
-        # off the master ports of neighbouring job ids sharing the host.
-        # Wrapped into the unprivileged range for launchers that pick a high MASTER_PORT.
-        port = (env.master_port + RENDEZVOUS_PORT_OFFSET - 1024) % (65536 - 1024) + 1024
+        port = side_port(env.master_port)
         local_size = cfg.ranks_per_node
         os.environ.update({
             "HOROVOD_GLOO_RENDEZVOUS_ADDR": env.master_addr, "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
