@@ -81,13 +81,25 @@ def atomic_write_json(path: Path, doc: Any) -> None:
 class PointPaths:
     dir: Path
 
+    # The names of the files a job script refers to; rendering 10,000 scripts joins them as text.
+    JOB_SCRIPT = "job.sh"
+    EXITCODE = "exitcode"
+
+    @staticmethod
+    def stdout_name(job_id: str = "%j") -> str:  # Slurm substitutes %j; the local backend passes its own id
+        return f"job-{job_id}.out"
+
+    @staticmethod
+    def stderr_name(job_id: str = "%j") -> str:
+        return f"job-{job_id}.err"
+
     @property
     def point_json(self) -> Path:
         return self.dir / "point.json"
 
     @property
     def job_script(self) -> Path:
-        return self.dir / "job.sh"
+        return self.dir / self.JOB_SCRIPT
 
     @property
     def result(self) -> Path:
@@ -95,18 +107,17 @@ class PointPaths:
 
     @property
     def exitcode(self) -> Path:
-        return self.dir / "exitcode"
+        return self.dir / self.EXITCODE
 
     @property
     def submitit_dir(self) -> Path:
         return self.dir / "submitit"
 
-    # Slurm substitutes %j; the local backend passes its own id.
     def stdout(self, job_id: str = "%j") -> Path:
-        return self.dir / f"job-{job_id}.out"
+        return self.dir / self.stdout_name(job_id)
 
     def stderr(self, job_id: str = "%j") -> Path:
-        return self.dir / f"job-{job_id}.err"
+        return self.dir / self.stderr_name(job_id)
 
     def error(self, rank: int) -> Path:
         return self.dir / f"error-rank{rank}.json"

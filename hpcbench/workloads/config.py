@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
+from typing import Any, NamedTuple
 
 from hpcbench.plan import Point
 from hpcbench.spec import AllreduceSizes
@@ -19,24 +20,43 @@ def _bool(text: str) -> bool:
 _PARSERS: dict[str, Any] = {"int": int, "float": float, "bool": _bool, "int | None": int}
 
 
+class _Flag(NamedTuple):
+    name: str
+    flag: str
+    omit_default: bool
+    default: Any
+
+
+@cache
+def _flags(cls: type) -> tuple[frozenset[str], tuple[_Flag, ...]]:
+    """A config class's field names, and its command-line flags in argv order (once per class: rendering
+    10,000 job scripts must not walk the dataclass fields 10,000 times)."""
+    fs = fields(cls)  # type: ignore[arg-type]
+    # Keyword-only fields (mixed-in groups such as AllreduceSizes) after the point's own.
+    flags = tuple(_Flag(f.name, f"--{f.name.replace('_', '-')}", bool(f.metadata.get("omit_default")), f.default)
+                  for f in sorted(fs, key=lambda f: f.kw_only))
+    return frozenset(f.name for f in fs) - {"out"}, flags
+
+
 class RankConfig:
     """Round trip Point -> argv -> config, for the dataclass of any workload."""
 
     prog = "python -m hpcbench.workloads"
 
     @classmethod
-    def from_point(cls, p: Point, out: str) -> Any:
-        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-        return cls(out=out, point_id=p.id, **{k: v for k, v in p.to_dict().items() if k in names and k != "out"})
+    def from_point(cls, p: Point, out: str, **overrides: Any) -> Any:
+        names = _flags(cls)[0]
+        kw = {k: v for k, v in p.to_dict().items() if k in names}
+        kw.update(overrides)
+        return cls(out=out, point_id=p.id, **kw)
 
     def to_argv(self) -> list[str]:
         argv = []
-        # Keyword-only fields (mixed-in groups such as AllreduceSizes) after the point's own.
-        for f in sorted(fields(self), key=lambda f: f.kw_only):  # type: ignore[arg-type]
+        for f in _flags(type(self))[1]:
             value = getattr(self, f.name)
-            if f.metadata.get("omit_default") and value == f.default:
+            if f.omit_default and value == f.default:
                 continue
-            argv += [f"--{f.name.replace('_', '-')}", str(value)]
+            argv += [f.flag, str(value)]
         return argv
 
     @classmethod
@@ -84,9 +104,9 @@ class TrainConfig(RankConfig):
     prog = "python -m hpcbench.workloads.train"
 
     @classmethod
-    def from_point(cls, p: Point, out: str) -> TrainConfig:
+    def from_point(cls, p: Point, out: str, **overrides: Any) -> TrainConfig:
         # The sweep's init_timeout_s is the ranks' process-group timeout.
-        return replace(super().from_point(p, out), timeout_s=p.init_timeout_s)
+        return super().from_point(p, out, **{"timeout_s": p.init_timeout_s, **overrides})
 
 
 @dataclass(frozen=True)
