@@ -78,6 +78,19 @@ def _with_fault(cfg: TrainConfig, rank: int, step: Any) -> Any:
     return faulty
 
 
+def train_step(model: Any, opt: Any, data: Any, info: Any, loss_fn: Any) -> Any:
+    """One training step as a closure: the step every point times (benchmarks/harness_overhead.py too)."""
+    def step() -> None:
+        x, y = next(data)
+        opt.zero_grad()  # set_to_none is the default; Horovod's optimizer takes no argument
+        out = model(x)
+        if info.tokens:  # a prediction per position: (batch*seq, vocab) against (batch*seq,)
+            out, y = out.reshape(-1, info.num_classes), y.reshape(-1)
+        loss_fn(out, y).backward()
+        opt.step()
+    return step
+
+
 def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     import torch
 
@@ -112,15 +125,7 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
         data = batches(cfg.data, cfg.data_dir, info, cfg.batch_size, env.rank, env.world_size, device)
 
         def make_step(m: Any, o: Any) -> Any:
-            def step() -> None:
-                x, y = next(data)
-                o.zero_grad()  # set_to_none is the default; Horovod's optimizer takes no argument
-                out = m(x)
-                if info.tokens:  # a prediction per position: (batch*seq, vocab) against (batch*seq,)
-                    out, y = out.reshape(-1, info.num_classes), y.reshape(-1)
-                loss_fn(out, y).backward()
-                o.step()
-            return step
+            return train_step(m, o, data, info, loss_fn)
 
         gpu = GpuSampler(cuda, env.local_rank)
         per_step = _slowest(fw, _timed_steps(cfg.warmup_steps, cfg.steps,
