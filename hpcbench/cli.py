@@ -165,7 +165,7 @@ def cmd_resubmit(args: argparse.Namespace) -> int:
     wanted = parse_states(args.state)
     # The profile the sweep ran with (--cluster, or the sweep's own cluster key), unless told another.
     profile = args.cluster or (rd.cluster_ref.read_text(encoding="utf-8").strip() if rd.cluster_ref.exists() else None)
-    spec = spec_mod.parse(rd.sweep_copy.read_text(encoding="utf-8"), str(rd.sweep_copy), profile)
+    spec = spec_mod.parse(rd.sweep_copy.read_text(encoding="utf-8"), str(rd.sweep_copy), profile, rd.sweep_base())
     # The copy is named sweep.toml; a sweep without [sweep] name took its name from the original file.
     spec = replace(spec, sweep=replace(spec.sweep, name=rd.sweep_name()))
     name = args.backend

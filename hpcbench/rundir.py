@@ -2,6 +2,7 @@
 
     runs/<sweep>-<UTC>/
       sweep.toml          the sweep file as it was read
+      sweep_path.txt      where that file was (relative paths in it are relative to its folder)
       cluster.txt         the path of the cluster profile file the sweep used, if any
       plan.json           the expanded points (hpcbench.plan/1)
       ledger.jsonl        one line per event (hpcbench.ledger/1): submitting (the intent, written before
@@ -187,6 +188,9 @@ class RunDir:
         self._events: list[dict[str, Any]] = []
 
     sweep_copy = property(lambda self: self.root / "sweep.toml")
+    # The original sweep file's absolute path: resubmit parses the copy, but an inline [cluster]'s
+    # relative module_use means the folder beside the original, not the run directory.
+    sweep_ref = property(lambda self: self.root / "sweep_path.txt")
     # The cluster profile file the sweep used (its absolute path), so resubmit renders with it again.
     cluster_ref = property(lambda self: self.root / "cluster.txt")
     plan_json = property(lambda self: self.root / "plan.json")
@@ -281,6 +285,13 @@ class RunDir:
     def plan_doc(self) -> dict[str, Any]:
         # plan.json never changes once written (a re-run must have the same points), so read it once.
         return schema.read_json(self.plan_json, schema.PLAN)
+
+    def sweep_base(self) -> Path:
+        """The folder the sweep's relative paths are relative to (the run's own, for runs that predate sweep_path.txt)."""
+        try:
+            return Path(self.sweep_ref.read_text(encoding="utf-8").strip()).parent
+        except OSError:
+            return self.root
 
     def sweep_name(self) -> str:
         return str(self.plan_doc.get("sweep", self.root.name))

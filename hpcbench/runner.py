@@ -89,6 +89,8 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
     else:
         rd = RunDir.create(root, spec.text, spec.sweep.name, points)
         fresh = True
+    if Path(spec.path).is_file():
+        atomic_write_text(rd.sweep_ref, f"{Path(spec.path).resolve()}\n")
     if spec.cluster is not None and Path(spec.cluster.source).is_file():
         atomic_write_text(rd.cluster_ref, f"{Path(spec.cluster.source).resolve()}\n")
     render_all(spec, rd, points, python, fresh)

@@ -361,7 +361,7 @@ def _axis_values(name: str, raw: Any, where: str) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _cluster(raw: Any, override: str | None, path: str, p: str) -> ClusterProfile | None:
+def _cluster(raw: Any, override: str | None, path: str, p: str, base: Path | None) -> ClusterProfile | None:
     from hpcbench import cluster
 
     if override:
@@ -370,14 +370,15 @@ def _cluster(raw: Any, override: str | None, path: str, p: str) -> ClusterProfil
         return None
     if isinstance(raw, str):
         return cluster.load(raw, path)
-    base = Path(path).resolve().parent
+    base = base or Path(path).resolve().parent
     return cluster.from_table(raw, f"{p}cluster", f"{path}: [cluster]", base, "inline")
 
 
-def parse(text: str, path: str = "<sweep>", cluster: str | None = None) -> SweepSpec:
+def parse(text: str, path: str = "<sweep>", cluster: str | None = None, base: Path | None = None) -> SweepSpec:
     """Validate TOML text into a SweepSpec. Raises ConfigError naming ``path: key``.
 
     ``cluster`` names a profile that replaces the sweep's own ``cluster`` key (``--cluster``).
+    ``base`` is the folder relative paths are relative to, when not ``path``'s (a run's copy).
     """
     try:
         raw = tomllib.loads(text)
@@ -392,7 +393,7 @@ def parse(text: str, path: str = "<sweep>", cluster: str | None = None) -> Sweep
     if sweep["name"] is None:
         stem = Path(path).stem
         sweep["name"] = stem if _NAME_RE.fullmatch(stem) else "sweep"
-    profile = _cluster(raw.get("cluster"), cluster, path, p)
+    profile = _cluster(raw.get("cluster"), cluster, path, p, base)
     slurm = _section(raw.get("slurm"), "slurm", SLURM_FIELDS, p)
     if profile is not None:
         from hpcbench.cluster import merge_slurm

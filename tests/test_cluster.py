@@ -210,3 +210,22 @@ def test_resubmit_renders_with_the_profile_the_sweep_used(cli, tmp_path, slurm_c
     proc = cli("resubmit", str(tmp_path / "run"), "--state", "UNKNOWN", "--backend", "sbatch")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert script.read_text() == before
+
+
+@pytest.mark.slurm
+def test_resubmit_resolves_an_inline_cluster_module_use_beside_the_original_sweep(cli, tmp_path, slurm_cluster):
+    """The run keeps a copy of the sweep; a relative module_use in its inline [cluster] still means the
+    folder beside the original file (sweep_path.txt), not the run directory."""
+    sweep = write(tmp_path / "sweeps" / "inline.toml",
+                  '[cluster]\nmodule_use = ["site-modules"]\n[slurm]\nmodules = ["hpcbench"]\n[workload]\nsteps = 2\n')
+    run = tmp_path / "elsewhere" / "run"
+    proc = cli("plan", str(sweep), "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [script] = run.glob("points/*/job.sh")
+    want = f"module use {tmp_path / 'sweeps' / 'site-modules'}\n"
+    before = script.read_text()
+    assert want in before
+    script.write_text("stale\n")
+    proc = cli("resubmit", str(run), "--state", "UNKNOWN", "--backend", "sbatch")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert script.read_text() == before
