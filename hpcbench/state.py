@@ -176,9 +176,13 @@ def point_state(p: Point, paths: PointPaths, sub: dict | None, job: JobInfo | No
     if paths.result.exists():
         try:
             rec = ResultRecord.from_dict(schema.read_json(paths.result, schema.RESULT), str(paths.result))
-            return make(state=COMPLETED, result=rec)
         except (SchemaError, TypeError, KeyError) as e:
             return make(state=UNPARSABLE, reason=str(e))
+        # A packed point's step writes its exit status after the record, while the allocation runs on:
+        # not final until then, so that --wait returns with every point's files in place.
+        if pack and job is not None and job.active and _exitcode(paths) is None:
+            return make(state=RUNNING, result=rec, reason="result written; its job step is ending")
+        return make(state=COMPLETED, result=rec)
     if sub is None:
         return make(state=NOT_SUBMITTED, reason="planned only (dry run, or not submitted yet)")
     if sub["event"] == "submit_failed":
@@ -266,10 +270,6 @@ def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None) -> list[Poi
         job = view.jobs.get(str(sub.get("job_id"))) if sub and sub.get("job_id") else None
         out.append(point_state(p, rd.point(p), sub, job, view.read))
     return out
-
-
-def live_states(rd: RunDir) -> SchedulerView:
-    return scheduler_view(rd)
 
 
 def counts(states: list[PointState]) -> Counter[str]:

@@ -63,4 +63,6 @@ def test_packed_points_run_in_one_allocation_with_their_own_records(cli, tmp_pat
         assert rec["job_id"] == job and len({r["slurm_node"] for r in rec["ranks"]}) == p.nodes
         # The step's output went to the point's own folder, named by the shared job id.
         assert paths.stdout(job).exists()
+        # --wait returned only once each step had written its exit status, not just its record.
+        assert paths.exitcode.read_text().strip() == "0"
     assert proc.stdout.count("COMPLETED") >= 2

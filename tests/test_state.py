@@ -64,3 +64,23 @@ def test_every_point_gets_a_state_and_reason(tmp_path):
     assert "CUDA out of memory" in text and "NOT_SUBMITTED" in text
     csv_lines = rd.summary_csv.read_text().splitlines()
     assert len(csv_lines) == 7 and csv_lines[0].startswith("point_id,label,backend")
+
+
+def test_a_packed_point_is_final_once_its_step_wrote_its_exit_status(tmp_path):
+    # The step writes result.json, then its exit status, while the shared allocation runs on.
+    from report_helpers import record
+
+    rd, pts = make_run(tmp_path)
+    p = pts[0]
+    rd.record("submitted", p.id, job_id="990020", backend="sbatch", pack="pack-1")
+    atomic_write_json(rd.point(p).result, record(p, 100.0).to_dict())
+    [st] = [s for s in collect(rd, {"990020": "RUNNING"}) if s.point.id == p.id]
+    assert (st.state, st.ok, st.final) == ("RUNNING", True, False)
+    rd.point(p).exitcode.write_text("0\n")
+    [st] = [s for s in collect(rd, {"990020": "RUNNING"}) if s.point.id == p.id]
+    assert (st.state, st.final) == ("COMPLETED", True)
+    # Without a pack, the record alone makes the point final, as before.
+    q = pts[1]
+    rd.record("submitted", q.id, job_id="990021", backend="sbatch")
+    atomic_write_json(rd.point(q).result, record(q, 100.0).to_dict())
+    assert [s.state for s in collect(rd, {"990021": "RUNNING"}) if s.point.id == q.id] == ["COMPLETED"]
