@@ -82,11 +82,11 @@ def _cluster(prov: list[dict[str, Any]]) -> str | None:
 
 
 def run_samples(rd: RunDir) -> list[Sample]:
-    from hpcbench.state import collect, live_states
+    from hpcbench.state import collect, scheduler_view
 
     samples = []
     root = str(rd.root)
-    for st in collect(rd, live_states(rd)):
+    for st in collect(rd, scheduler_view(rd)):
         p, paths = st.point, rd.point(st.point)
         names = paths.listing()
         prov = _provenance(paths, names)
