@@ -41,7 +41,7 @@ BATCH_SIZE=${BATCH_SIZE:-128}
 STEPS=${STEPS:-100}
 WARMUP_STEPS=${WARMUP_STEPS:-10}
 # Below the ephemeral port range (32768+), the rule of hpcbench.workloads.distenv.job_port.
-RDZV_PORT=${RDZV_PORT:-$((11000 + ${SLURM_JOB_ID:-0} % 10000))}
+RDZV_PORT=${RDZV_PORT:-$((20000 + ${SLURM_JOB_ID:-0} % 6000))}
 # The IB settings of the guides; export your own values before sbatch to override them.
 export NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-0}
 if [ -n "${NCCL_IB_HCA:-}" ]; then export NCCL_IB_HCA; fi

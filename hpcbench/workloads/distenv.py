@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 # A job's listening ports live below Linux's default ephemeral range (32768-60999): any process's
 # outgoing connections (Gloo pairs, slurmd RPCs) may already hold a port in there, which made a
-# rendezvous on 40035 fail with EADDRINUSE. MASTER_PORT is 11000-20999, the side port 21000-30999.
-JOB_PORT_BASE = 11000
-JOB_PORT_SPAN = 10000
+# rendezvous on 40035 fail with EADDRINUSE. They also stay clear of Slurm's own ports (6817-6819 by
+# default; the minicluster's 16817 and 17001-17002). MASTER_PORT is 20000-25999, the side port 26000-31999.
+JOB_PORT_BASE = 20000
+JOB_PORT_SPAN = 6000
 # The same rule for job scripts, which set MASTER_PORT before any Python runs.
 JOB_PORT_SHELL = f"$(({JOB_PORT_BASE} + ${{SLURM_JOB_ID:-0}} % {JOB_PORT_SPAN}))"
 
