@@ -140,6 +140,7 @@ class ResultRecord:
     throughput_per_rank_ci95: float | None = None
     comm_time_s: float | None = None  # mean communication time per step
     compute_time_s: float | None = None  # mean compute time per step
+    compute_time_ci95_s: float | None = None  # half-width of the 95% CI of the mean compute time
     comm_fraction: float | None = None  # comm_time_s / mean_step_time_s
     comm_method: str | None = None  # how the split was measured
     gpu: GpuUtil | None = None

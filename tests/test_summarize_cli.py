@@ -166,3 +166,21 @@ def test_partial_run_says_so():
     assert json.loads(text(rep, "json"))[0]["state"] == RUNNING
     latex = text(rep, "latex")
     assert latex.count("\\toprule") == 3 and "PARTIAL RESULT" in latex  # intra, inter, comm/compute
+
+
+def test_comm_time_carries_its_ci_and_says_when_it_is_within_noise(tmp_path):
+    # comm = step - compute: the CI half-widths of two independent means combine as sqrt(0.3^2 + 0.4^2) = 0.5 s.
+    sig, noise = point(model="lstm", rpn=2), point(model="lstm", nodes=2, rpn=2)
+    rd = make_run(tmp_path / "run", [
+        (sig, record(sig, 64.0, comm_time_s=0.6, compute_time_s=0.4, compute_time_ci95_s=0.4, step_time_ci95_s=0.3,
+                     comm_fraction=0.6, comm_method="copy")),
+        (noise, record(noise, 128.0, comm_time_s=0.2, compute_time_s=0.8, compute_time_ci95_s=0.4,
+                       step_time_ci95_s=0.3, comm_fraction=0.2, comm_method="copy"))])
+    comm = next(t for t in build([rd.root]).tables if t.key == "comm")
+    assert [r[4] for r in comm.rows] == ["600.00 ± 500.00", "200.00 ± 500.00 (within noise)"]
+    assert any(n.startswith("within noise:") for n in comm.notes)
+    # The tidy CSV / JSON keep the compute CI for people who redo the arithmetic.
+    from hpcbench.report.samples import from_record, tidy_row
+
+    row = tidy_row(from_record(record(sig, 64.0, compute_time_s=0.4, compute_time_ci95_s=0.4), "run"))
+    assert (row["compute_time_ms"], row["compute_time_ci95_ms"]) == (400.0, 400.0)

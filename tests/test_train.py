@@ -170,6 +170,7 @@ nodes = [1, 2]
                                                                  [rec["ranks"][0]["slurm_node"]])
         assert rec["throughput"] > 0 and rec["throughput_ci95"] > 0 and rec["step_time_ci95_s"] > 0
         assert rec["compute_time_s"] > 0 and 0 <= rec["comm_fraction"] < 1 and rec["comm_method"]
+        assert rec["compute_time_ci95_s"] > 0  # so the report can tell a split from noise
         assert rec["comm_time_s"] == pytest.approx(max(rec["mean_step_time_s"] - rec["compute_time_s"], 0))
         assert rec["gpu"] is None and rec["gpu_reason"] == "device is cpu"
         assert rec["lr"] == pytest.approx(0.01 * p.world_size) and rec["lr_scaled"]

@@ -22,6 +22,7 @@ class Agg:
     throughput: float | None
     throughput_ci95: float | None
     comm_time_s: float | None
+    comm_time_ci95_s: float | None  # comm = step - compute: both CIs combined, or across repeats
     compute_time_s: float | None
     comm_fraction: float | None
     gpu_util_mean: float | None
@@ -76,6 +77,13 @@ def _ci(values: list[float], own_ci: float | None) -> tuple[float | None, float 
     return mean_ci95(values)
 
 
+def _diff_ci(s: Sample | None) -> float | None:
+    """The CI half-width of comm = step - compute, the two means measured independently on the same rank."""
+    if s is None or s.step_time_ci95_s is None or s.compute_time_ci95_s is None:
+        return None
+    return math.hypot(s.step_time_ci95_s, s.compute_time_ci95_s)
+
+
 def _state(samples: list[Sample]) -> str:
     counts = Counter(s.state for s in samples)
     if len(counts) == 1:
@@ -99,9 +107,11 @@ def aggregate(samples: list[Sample]) -> list[Agg]:
         step, step_ci = _ci(vals("step_time_s"), one.step_time_ci95_s if one else None) if vals("step_time_s") else (None, None)
         thr, thr_ci = _ci(vals("throughput"), one.throughput_ci95 if one else None) if vals("throughput") else (None, None)
         mins = vals("gpu_util_min")
+        comm, comm_ci = _ci(vals("comm_time_s"), _diff_ci(one)) if vals("comm_time_s") else (None, None)
         out.append(Agg(
             samples=group, n_ok=len(ok), step_time_s=step, step_time_ci95_s=step_ci, throughput=thr,
-            throughput_ci95=thr_ci, comm_time_s=mean(vals("comm_time_s")), compute_time_s=mean(vals("compute_time_s")),
+            throughput_ci95=thr_ci, comm_time_s=comm, comm_time_ci95_s=comm_ci,
+            compute_time_s=mean(vals("compute_time_s")),
             comm_fraction=mean(vals("comm_fraction")), gpu_util_mean=mean(vals("gpu_util_mean")),
             gpu_util_min=min(mins) if mins else None, state=_state(group),
             reason=next((s.reason for s in group if s.reason), "")))

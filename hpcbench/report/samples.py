@@ -44,6 +44,7 @@ class Sample:
     throughput_ci95: float | None = None
     comm_time_s: float | None = None
     compute_time_s: float | None = None
+    compute_time_ci95_s: float | None = None
     comm_fraction: float | None = None
     comm_method: str | None = None
     gpu_util_mean: float | None = None
@@ -77,7 +78,7 @@ TIDY_COLUMNS = (
     "nodes_seen", "reason",
     # result/2 and summarize's additions
     "framework", "kind", "device", "scaling", "global_batch_size", "cluster", "step_time_ci95_ms",
-    "throughput_ci95", "comm_time_ms", "compute_time_ms", "comm_fraction", "gpu_util_mean", "gpu_util_min",
+    "throughput_ci95", "comm_time_ms", "compute_time_ms", "compute_time_ci95_ms", "comm_fraction", "gpu_util_mean", "gpu_util_min",
     "affinity_ok", "source", "inferred",
 )
 
@@ -93,6 +94,7 @@ def tidy_row(s: Sample) -> dict[str, Any]:
     d = {name: getattr(s, name) for name in _DIRECT}
     d.update(step_time_ms=_ms(s.step_time_s), step_time_ci95_ms=_ms(s.step_time_ci95_s),
              comm_time_ms=_ms(s.comm_time_s), compute_time_ms=_ms(s.compute_time_s),
+             compute_time_ci95_ms=_ms(s.compute_time_ci95_s),
              throughput_per_rank=(s.throughput / s.world_size if s.throughput and s.world_size else None))
     return {c: d.get(c) for c in TIDY_COLUMNS}
 
@@ -113,7 +115,8 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Sample:
         "nodes": rec.nodes, "ranks_per_node": rec.ranks_per_node, "world_size": rec.world_size, "job_id": rec.job_id,
         "step_time_s": rec.mean_step_time_s if rec.kind == "train" else None, "step_time_ci95_s": step_ci,
         "throughput": rec.throughput if rec.kind == "train" else None, "throughput_ci95": thr_ci,
-        "comm_time_s": rec.comm_time_s, "compute_time_s": rec.compute_time_s, "comm_fraction": rec.comm_fraction,
+        "comm_time_s": rec.comm_time_s, "compute_time_s": rec.compute_time_s,
+        "compute_time_ci95_s": rec.compute_time_ci95_s, "comm_fraction": rec.comm_fraction,
         "comm_method": rec.comm_method, "gpu_util_mean": gpu.util_mean if gpu else None,
         "gpu_util_min": gpu.util_min if gpu else None, "gpu_samples": gpu.samples if gpu else None,
         "gpu_reason": rec.gpu_reason, "affinity_ok": rec.affinity_ok, "nodes_seen": " ".join(rec.slurm_nodes) or None,

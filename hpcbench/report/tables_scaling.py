@@ -83,12 +83,21 @@ def comm_compute(aggs: list[Agg]) -> Table:
         if a.comm_method:
             methods.add(a.comm_method)
         ms = (lambda v: None if v is None else num(v * 1e3))
+        comm = "not measured"
+        if a.comm_time_s is not None:
+            comm = pm(a.comm_time_s * 1e3, None if a.comm_time_ci95_s is None else a.comm_time_ci95_s * 1e3)
+            if a.comm_time_ci95_s is not None and a.comm_time_s - a.comm_time_ci95_s <= 0 < a.comm_time_ci95_s:
+                comm += " (within noise)"
         rows.append([a.label, a.framework, ms(a.step_time_s), ms(a.compute_time_s) or "not measured",
-                     ms(a.comm_time_s) or "not measured", pct(a.comm_fraction)])
+                     comm, pct(a.comm_fraction)])
     t = Table("comm", "Communication / compute breakdown per point",
-              ["point", "framework", "step ms", "compute ms", "communication ms", "communication share"], rows,
-              empty="no measured training points")
+              ["point", "framework", "step ms", "compute ms", "communication ms ± 95% CI", "communication share"],
+              rows, empty="no measured training points")
     t.notes += [f"measured by: {m}" for m in sorted(methods)]
+    if any("within noise" in str(r[4]) for r in rows):
+        t.notes.append("within noise: the communication time's 95% CI (the step's and the compute-only steps' "
+                       "CIs combined, or across repeats) reaches 0, so this point's split says nothing; "
+                       "run more steps or repeats")
     return t
 
 

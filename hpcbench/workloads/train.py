@@ -149,11 +149,11 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     gpu_util, gpu_reason = gpumon.summarize(gpus)
     affinity_ok, affinity_detail = provenance.affinity_summary(provs)
     samples = cfg.batch_size * env.world_size
-    comm_time = compute_time = comm_fraction = None
+    comm_time = compute_time = comm_fraction = compute_hw = None
     if fw.name == "none":
         comm_time, compute_time, comm_fraction = 0.0, mean, 0.0
     elif compute:
-        compute_time = sum(compute) / len(compute)
+        compute_time, compute_hw = mean_ci95(compute)
         comm_time = max(mean - compute_time, 0.0)
         comm_fraction = comm_time / mean
     rec = ResultRecord(
@@ -169,7 +169,7 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
         step_time_ci95_s=hw,
         throughput_ci95=None if hw is None else samples / mean * hw / mean,
         throughput_per_rank_ci95=None if hw is None else cfg.batch_size / mean * hw / mean,
-        comm_time_s=comm_time, compute_time_s=compute_time, comm_fraction=comm_fraction,
+        comm_time_s=comm_time, compute_time_s=compute_time, compute_time_ci95_s=compute_hw, comm_fraction=comm_fraction,
         comm_method=fw.comm_method if comm_time is not None else None,
         gpu=gpu_util, gpu_reason=gpu_reason,
         timeline=paths.timeline.name if timeline and paths.timeline.exists() else None,
