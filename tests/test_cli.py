@@ -65,7 +65,15 @@ def test_summarize_csv_format_and_bad_dir(cli, tmp_path):
     assert lines[0].startswith("point_id,label,backend") and len(lines) == 3
     assert all(",NOT_SUBMITTED," in l for l in lines[1:])
     assert cli("summarize", str(tmp_path / "r"), "--strict").returncode == 1
-    bad = cli("summarize", str(tmp_path))
+    # The folder holding the run: the run is read as a run (its own .txt files are not foreign logs),
+    # beside a loose log of someone else's.
+    (tmp_path / "theirs.log").write_text("Total img/sec on 2 GPU(s): 100.0 +-1.0\n")
+    both = cli("summarize", str(tmp_path), "--format", "csv")
+    assert both.returncode == 0, both.stderr
+    rows = both.stdout.splitlines()[1:]
+    assert len(rows) == 3 and sum(",NOT_SUBMITTED," in r for r in rows) == 2 and "theirs.log" in rows[2]
+    (tmp_path / "empty").mkdir()
+    bad = cli("summarize", str(tmp_path / "empty"))
     assert bad.returncode == 2 and "not an hpcbench run directory" in bad.stderr
 
 

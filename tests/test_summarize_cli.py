@@ -56,10 +56,15 @@ def test_references_pass_and_fail(cli, tmp_path):
     assert proc.returncode == 0 and "not measured" in proc.stdout
 
 
+def _mkdir(path):
+    path.mkdir()
+    return path
+
+
 def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
     for args, words in [
         ((str(tmp_path / "nope"),), "no such file or directory"),
-        ((str(tmp_path),), "not an hpcbench run directory"),
+        ((str(_mkdir(tmp_path / "empty")),), "not an hpcbench run directory"),
         ((str(small_run(tmp_path).root), "--references", str(write(tmp_path / "r.toml", "[[reference]]\nmodel='x'\n"))),
          "missing key 'backend'"),
         ((str(tmp_path / "run"), "--references", str(write(tmp_path / "s.toml", "[[reference]]\nmodel='x'\nbackend='gloo'\n"

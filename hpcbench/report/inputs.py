@@ -36,7 +36,7 @@ class Inputs:
 
 
 def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
-    """Every path is a run directory, a log file, or a folder of log files."""
+    """Every path is a run directory, a log file, or a folder of runs and log files."""
     out = Inputs()
     if not paths:
         raise ConfigError("summarize: no PATH given", hint="give a run directory or log files")
@@ -47,10 +47,18 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
             out.run_dirs.append(rd)
             out.samples += run_samples(rd)
         elif path.is_dir():
-            files = sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in LOG_SUFFIXES)
-            if not files:
-                raise ConfigError(f"{path}: not an hpcbench run directory (no plan.json), nor a folder of logs "
-                                  f"({', '.join(LOG_SUFFIXES)})", hint="give a run directory or log files")
+            # A folder of runs (runs/) and loose logs alike: each run is read as a run, and the files
+            # inside it (job logs, sweep_path.txt, cluster.txt) only through it, never as foreign logs.
+            runs = sorted(f.parent for f in path.rglob("plan.json") if f.is_file())
+            files = sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in LOG_SUFFIXES
+                           and not any(r in f.parents for r in runs))
+            if not runs and not files:
+                raise ConfigError(f"{path}: not an hpcbench run directory (no plan.json), nor a folder of runs or "
+                                  f"logs ({', '.join(LOG_SUFFIXES)})", hint="give a run directory or log files")
+            for r in runs:
+                rd = RunDir.open(r)
+                out.run_dirs.append(rd)
+                out.samples += run_samples(rd)
             for f in files:
                 out.samples += log_samples(f, out.notes)
         elif path.is_file():
