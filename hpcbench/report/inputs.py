@@ -6,6 +6,7 @@ A foreign log gives the points it shows, with what had to be inferred said in ``
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,9 +50,7 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
         elif path.is_dir():
             # A folder of runs (runs/) and loose logs alike: each run is read as a run, and the files
             # inside it (job logs, sweep_path.txt, cluster.txt) only through it, never as foreign logs.
-            runs = sorted(f.parent for f in path.rglob("plan.json") if f.is_file())
-            files = sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in LOG_SUFFIXES
-                           and not any(r in f.parents for r in runs))
+            runs, files = _walk(path)
             if not runs and not files:
                 raise ConfigError(f"{path}: not an hpcbench run directory (no plan.json), nor a folder of runs or "
                                   f"logs ({', '.join(LOG_SUFFIXES)})", hint="give a run directory or log files")
@@ -69,6 +68,18 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
         for s in out.samples:
             s.cluster = cluster
     return out
+
+
+def _walk(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(run directories, loose log files) under ``folder``; a run directory is not descended into."""
+    runs, files = [], []
+    for root, dirs, names in os.walk(folder):
+        if "plan.json" in names:
+            runs.append(Path(root))
+            dirs[:] = []
+            continue
+        files += [f for n in names if (f := Path(root) / n).suffix in LOG_SUFFIXES and f.is_file()]
+    return sorted(runs), sorted(files)
 
 
 def _provenance(paths: PointPaths, names: list[str]) -> list[dict[str, Any]]:

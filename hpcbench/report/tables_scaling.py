@@ -77,6 +77,7 @@ def placement(aggs: list[Agg]) -> Table:
 def comm_compute(aggs: list[Agg]) -> Table:
     rows = []
     methods = set()
+    noisy = False
     for a in train(aggs):
         if not a.ok:
             continue
@@ -88,13 +89,14 @@ def comm_compute(aggs: list[Agg]) -> Table:
             comm = pm(a.comm_time_s * 1e3, None if a.comm_time_ci95_s is None else a.comm_time_ci95_s * 1e3)
             if a.comm_time_ci95_s is not None and a.comm_time_s - a.comm_time_ci95_s <= 0 < a.comm_time_ci95_s:
                 comm += " (within noise)"
+                noisy = True
         rows.append([a.label, a.framework, ms(a.step_time_s), ms(a.compute_time_s) or "not measured",
                      comm, pct(a.comm_fraction)])
     t = Table("comm", "Communication / compute breakdown per point",
               ["point", "framework", "step ms", "compute ms", "communication ms ± 95% CI", "communication share"],
               rows, empty="no measured training points")
     t.notes += [f"measured by: {m}" for m in sorted(methods)]
-    if any("within noise" in str(r[4]) for r in rows):
+    if noisy:
         t.notes.append("within noise: the communication time's 95% CI (the step's and the compute-only steps' "
                        "CIs combined, or across repeats) reaches 0, so this point's split says nothing; "
                        "run more steps or repeats")
