@@ -46,7 +46,8 @@ def test_sweep_keys_win_and_lists_are_appended(tmp_path):
     spec = _spec(tmp_path, text.replace("[workload]", "[workload]", 1))
     assert spec.slurm.partition == "other" and spec.slurm.mpi == "pmix"
     assert spec.slurm.modules == ("hpcbench", "extra/1")
-    assert dict(spec.slurm.env) == {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "lo"}
+    assert dict(spec.slurm.env) == {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "lo", "OMPI_MCA_btl": "^vader",
+                                    "OMPI_MCA_mpi_yield_when_idle": "1"}
 
 
 def test_inline_cluster_table(tmp_path):
@@ -176,6 +177,26 @@ def test_torchrun_launcher_runs_on_local_slurm(cli, tmp_path, slurm_cluster):
     for ranks in by_node.values():
         (l0, g0), (l1, g1) = sorted(ranks)
         assert (l0, l1) == (0, 1) and g1 == g0 + 1 and g0 in (0, 2)
+
+
+@pytest.mark.slurm
+def test_minicluster_profile_runs_horovod_mpi_two_ranks_on_each_node(cli, tmp_path, slurm_cluster):
+    """The shipped profile alone (modules, pmix, binding, OpenMPI env) runs Horovod-mpi 2x2 on the local
+    Slurm; without its OMPI_MCA_* lines this point hung until its time limit."""
+    import json
+
+    _spec(tmp_path, "")
+    (tmp_path / "modules").symlink_to(REPO / "modules")  # the profile's module_use is ../modules
+    sweep = write(tmp_path / "sweeps" / "h.toml", 'cluster = "minicluster"\n[slurm]\ntime = "00:03:00"\n'
+                  '[workload]\nframework = "horovod"\nbackend = "mpi"\nmodel = "mnist_cnn"\nbatch_size = 8\n'
+                  "steps = 4\nwarmup_steps = 1\n[matrix]\nnodes = [2]\nranks_per_node = [2]\n")
+    run = tmp_path / "run"
+    proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [point_dir] = (run / "points").iterdir()
+    assert "export OMPI_MCA_btl='^vader'" in (point_dir / "job.sh").read_text()
+    rec = json.loads((point_dir / "result.json").read_text())
+    assert rec["world_size"] == 4 and sorted(r["slurm_node"] for r in rec["ranks"]) == ["node1"] * 2 + ["node2"] * 2
 
 
 def test_example_gpu_limits(tmp_path):
