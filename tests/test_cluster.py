@@ -157,18 +157,22 @@ def test_job_loads_modules_on_local_slurm(cli, tmp_path, slurm_cluster):
 
 
 @pytest.mark.slurm
-def test_torchrun_launcher_runs_on_local_slurm(cli, tmp_path, slurm_cluster):
-    """launcher = "torchrun": one torchrun per node; ranks take their identity from torchrun, not srun."""
+def _one_point_run(cli, sweep, run):
+    """Sweep a one-point sweep on the local Slurm to its end: (the point's folder, its result record)."""
     import json
 
-    sweep = write(tmp_path / "t.toml", '[slurm]\nlauncher = "torchrun"\ntime = "00:05:00"\n'
-                  "[workload]\nsteps = 2\nwarmup_steps = 1\n[matrix]\nnodes = [2]\nranks_per_node = [2]\n")
-    run = tmp_path / "run"
     proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [point_dir] = (run / "points").iterdir()
+    return point_dir, json.loads((point_dir / "result.json").read_text())
+
+
+def test_torchrun_launcher_runs_on_local_slurm(cli, tmp_path, slurm_cluster):
+    """launcher = "torchrun": one torchrun per node; ranks take their identity from torchrun, not srun."""
+    sweep = write(tmp_path / "t.toml", '[slurm]\nlauncher = "torchrun"\ntime = "00:05:00"\n'
+                  "[workload]\nsteps = 2\nwarmup_steps = 1\n[matrix]\nnodes = [2]\nranks_per_node = [2]\n")
+    point_dir, rec = _one_point_run(cli, sweep, tmp_path / "run")
     assert "srun --ntasks=2 --ntasks-per-node=1 --cpu-bind=none" in (point_dir / "job.sh").read_text()
-    rec = json.loads((point_dir / "result.json").read_text())
     # c10d rendezvous numbers the nodes in arrival order, so either node may hold ranks 0-1.
     by_node = {}
     for r in rec["ranks"]:
@@ -183,19 +187,13 @@ def test_torchrun_launcher_runs_on_local_slurm(cli, tmp_path, slurm_cluster):
 def test_minicluster_profile_runs_horovod_mpi_two_ranks_on_each_node(cli, tmp_path, slurm_cluster):
     """The shipped profile alone (modules, pmix, binding, OpenMPI env) runs Horovod-mpi 2x2 on the local
     Slurm; without its OMPI_MCA_* lines this point hung until its time limit."""
-    import json
-
     _spec(tmp_path, "")
     (tmp_path / "modules").symlink_to(REPO / "modules")  # the profile's module_use is ../modules
     sweep = write(tmp_path / "sweeps" / "h.toml", 'cluster = "minicluster"\n[slurm]\ntime = "00:03:00"\n'
                   '[workload]\nframework = "horovod"\nbackend = "mpi"\nmodel = "mnist_cnn"\nbatch_size = 8\n'
                   "steps = 4\nwarmup_steps = 1\n[matrix]\nnodes = [2]\nranks_per_node = [2]\n")
-    run = tmp_path / "run"
-    proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    [point_dir] = (run / "points").iterdir()
+    point_dir, rec = _one_point_run(cli, sweep, tmp_path / "run")
     assert "export OMPI_MCA_btl='^vader'" in (point_dir / "job.sh").read_text()
-    rec = json.loads((point_dir / "result.json").read_text())
     assert rec["world_size"] == 4 and sorted(r["slurm_node"] for r in rec["ranks"]) == ["node1"] * 2 + ["node2"] * 2
 
 
