@@ -46,10 +46,10 @@ def cli(*args: str, env: dict[str, str] | None = None) -> tuple[float, subproces
 
 
 def bench_plan(tmp: Path, n: int) -> None:
-    from hpcbench.plan import expand
-    from hpcbench.render import render_job
+    from hpcbench.plan.expand import expand
+    from hpcbench.plan.spec import load
     from hpcbench.rundir import PointPaths
-    from hpcbench.spec import load
+    from hpcbench.submit.render import render_job
 
     spec = load(sweep_file(tmp, n))
     c0, t0 = time.process_time(), time.perf_counter()
@@ -88,7 +88,7 @@ def _status_calls(tmp: Path, run: Path, n: int) -> None:
 def bench_submit_and_status(tmp: Path, n: int, rounds: int) -> None:
     """Each round: the bare loop, then hpcbench three ways; every job of the round is cancelled at its end."""
     from hpcbench.rundir import RunDir
-    from hpcbench.submission import SUBMIT_WORKERS, WORKERS_ENV
+    from hpcbench.submit.submission import SUBMIT_WORKERS, WORKERS_ENV
 
     ways = {f"hpcbench sweep ({SUBMIT_WORKERS} sbatch calls in flight)": ("", {}),
             "hpcbench sweep (one sbatch at a time)": ("", {WORKERS_ENV: "1"}),

@@ -33,7 +33,7 @@ from pathlib import Path
 from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from hpcbench.logs.parallel import JOBS_ENV
+from hpcbench.parse.parallel import JOBS_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 NODES, GPUS, CHANNELS = 128, 8, 16

@@ -25,9 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from hpcbench.plan import Point, point_id
+from hpcbench.plan.expand import Point, point_id
+from hpcbench.records import ErrorRecord, RankInfo, ResultRecord
 from hpcbench.rundir import RunDir
-from hpcbench.schema import ErrorRecord, RankInfo, ResultRecord
 
 
 def build_run(root: Path, records: int, repeats: int) -> RunDir:

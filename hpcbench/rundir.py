@@ -42,9 +42,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from hpcbench import schema
+from hpcbench import records
 from hpcbench.errors import ConfigError, RunDirBusy
-from hpcbench.plan import Point
+from hpcbench.plan.expand import Point
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -262,7 +262,7 @@ class RunDir:
             # New files in new folders: no reader can see them half-written before plan.json exists.
             rd.point(p).dir.mkdir(exist_ok=True)
             write_new(rd.point(p).point_json, json.dumps(d, indent=None) + "\n")
-        doc = {"schema": schema.tag(schema.PLAN), "sweep": sweep_name, "created_at": utcnow(),
+        doc = {"schema": records.tag(records.PLAN), "sweep": sweep_name, "created_at": utcnow(),
                "run_id": uuid.uuid4().hex[:12], "points": dicts}
         # One point per line: readable, and json's C encoder (indent= falls back to pure Python).
         head = json.dumps({k: v for k, v in doc.items() if k != "points"})[:-1]
@@ -284,7 +284,7 @@ class RunDir:
     @cached_property
     def plan_doc(self) -> dict[str, Any]:
         # plan.json never changes once written (a re-run must have the same points), so read it once.
-        return schema.read_json(self.plan_json, schema.PLAN)
+        return records.read_json(self.plan_json, records.PLAN)
 
     def sweep_base(self) -> Path:
         """The folder the sweep's relative paths are relative to (the run's own, for runs that predate sweep_path.txt)."""
@@ -313,7 +313,7 @@ class RunDir:
 
     def record(self, event: str, point_id: str, **fields: Any) -> None:
         """Append one ledger line. Lines are small and written under a lock, so concurrent writers are safe."""
-        line = json.dumps({"schema": schema.tag(schema.LEDGER), "time": utcnow(), "event": event,
+        line = json.dumps({"schema": records.tag(records.LEDGER), "time": utcnow(), "event": event,
                            "point_id": point_id, **fields})
         with open(self.ledger, "a", encoding="utf-8") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
@@ -329,7 +329,7 @@ class RunDir:
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if key != self._events_key:
             text = self.ledger.read_text(encoding="utf-8")
-            self._events = [schema.check(json.loads(line), schema.LEDGER, f"{self.ledger}:{n}")
+            self._events = [records.check(json.loads(line), records.LEDGER, f"{self.ledger}:{n}")
                             for n, line in enumerate(text.splitlines(), 1) if line.strip()]
             self._events_key = key
         return iter(self._events)

@@ -3,12 +3,37 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
+
+# Hypothesis keeps its example database and constants cache in ./.hypothesis by default: tests write
+# only under tmp paths.
+set_hypothesis_home_dir(tempfile.mkdtemp(prefix="hpcbench-hypothesis-"))
+settings.register_profile("hpcbench", database=None)
+settings.load_profile("hpcbench")
+
+
+def _repository_files() -> set[str]:
+    """Untracked and ignored entries of the checkout, bytecode aside (git status collapses new folders)."""
+    out = subprocess.run(["git", "status", "--porcelain", "--ignored=matching"], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout
+    return {line[3:] for line in out.splitlines() if line[:2] in ("??", "!!") and "__pycache__" not in line}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_written_into_the_repository():
+    """Tests write only under tmp paths: anything new in the checkout after the session is an error."""
+    before = _repository_files()
+    yield
+    new = sorted(_repository_files() - before)
+    assert not new, f"the tests wrote into the repository: {new[:10]}"
 
 
 def run_cli(*args: str, cwd: Path | None = None, module: str = "hpcbench", timeout: float = 600,
@@ -21,6 +46,13 @@ def run_cli(*args: str, cwd: Path | None = None, module: str = "hpcbench", timeo
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses the local Slurm carries the slurm marker, so `-m "not slurm"` never runs one by mistake."""
+    for item in items:
+        if "slurm_cluster" in getattr(item, "fixturenames", ()) and item.get_closest_marker("slurm") is None:
+            item.add_marker(pytest.mark.slurm)
 
 
 @pytest.fixture(scope="session")

@@ -5,16 +5,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hpcbench.plan import Point, point_id
+from hpcbench.plan.expand import Point, point_id
+from hpcbench.records import AllreduceRow, ErrorRecord, GpuUtil, RankInfo, ResultRecord
 from hpcbench.rundir import RunDir, atomic_write_json
-from hpcbench.schema import AllreduceRow, ErrorRecord, GpuUtil, RankInfo, ResultRecord
 
 
 def point(backend="gloo", model="mlp", nodes=1, rpn=1, framework="ddp", kind="train", batch=32, repeat=0,
-          device="cpu") -> Point:
+          device="cpu", global_batch=None) -> Point:
     params = {"backend": backend, "model": model, "batch_size": batch, "nodes": nodes, "ranks_per_node": rpn,
               "gpus_per_node": rpn if device == "cuda" else 0, "framework": framework, "kind": kind,
               "device": device, "data": "synthetic", "steps": 4, "warmup_steps": 1, "lr": 0.01, "repeat": repeat}
+    if global_batch:  # strong scaling: the global batch split over the ranks
+        params.update(scaling="strong", global_batch_size=global_batch)
     label = f"{framework}-{backend}-{model}-n{nodes}x{rpn}-r{repeat}"
     return Point(id=point_id(params), label=label, **params)
 

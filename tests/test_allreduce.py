@@ -9,12 +9,14 @@ import pytest
 from conftest import CPU_BACKENDS, DATA, NO_DDP_MPI, sweep_ok, write
 
 from hpcbench.errors import ConfigError
-from hpcbench.plan import expand
+from hpcbench.plan.expand import expand
+from hpcbench.plan.spec import parse
+from hpcbench.records import ResultRecord
 from hpcbench.rundir import RunDir
-from hpcbench.schema import ResultRecord
-from hpcbench.spec import parse
 from hpcbench.workloads import allreduce as ar
 from hpcbench.workloads.config import AllreduceConfig
+
+pytestmark = pytest.mark.torch  # runs the real torch workload (or probes torch)
 
 
 def test_sizes_and_bus_factor():
@@ -80,7 +82,7 @@ def test_allreduce_sweep_keys(tmp_path):
 def test_unavailable_backend_is_rejected_at_plan_time_and_at_start(cli, tmp_path):
     # oneCCL is not built into this Horovod: the planner refuses the point; where it cannot know the
     # ranks' environment (modules), the job ends at once with the reason, and never hangs.
-    from hpcbench.capabilities import detect
+    from hpcbench.workloads.capabilities import detect
 
     if "ccl" in detect().horovod_tensor_ops:
         pytest.skip("this Horovod has oneCCL operations: there is nothing to reject")

@@ -68,7 +68,7 @@ def test_summarize_csv_format_and_bad_dir(cli, tmp_path):
     # The folder holding the run: the run is read as a run (its own .txt files are not foreign logs),
     # beside a loose log of someone else's.
     (tmp_path / "theirs.log").write_text("Total img/sec on 2 GPU(s): 100.0 +-1.0\n")
-    both = cli("summarize", str(tmp_path), "--format", "csv")
+    both = cli("summarize", str(tmp_path), "--format", "csv", "--out", str(tmp_path / "report"))
     assert both.returncode == 0, both.stderr
     rows = both.stdout.splitlines()[1:]
     assert len(rows) == 3 and sum(",NOT_SUBMITTED," in r for r in rows) == 2 and "theirs.log" in rows[2]
@@ -89,6 +89,6 @@ def test_auto_backend_runs_locally_without_sbatch(cli, tmp_path):
 
 
 def test_auto_backend_picks_sbatch_when_it_is_on_path(slurm_cluster):
-    from hpcbench.runner import make_backend
+    from hpcbench.submit.runner import make_backend
 
     assert make_backend("auto").name == "sbatch"

@@ -6,10 +6,10 @@ import subprocess
 import pytest
 from conftest import REPO, write
 
-from hpcbench.plan import expand
-from hpcbench.render import render_job
+from hpcbench.plan.expand import expand
+from hpcbench.plan.spec import load, parse
 from hpcbench.rundir import PointPaths
-from hpcbench.spec import load, parse
+from hpcbench.submit.render import render_job
 
 CPU_SWEEP = """
 cluster = "minicluster"
@@ -98,7 +98,7 @@ def test_point_over_the_profile_is_refused_at_plan_time(cli, tmp_path):
 
 
 def test_time_and_gpu_limits(tmp_path):
-    from hpcbench.cluster import violations
+    from hpcbench.plan.limits import violations
 
     spec = _spec(tmp_path, CPU_SWEEP + '[slurm]\ntime = "02:00:00"\n')
     assert violations(spec, expand(spec))[0] == "slurm.time = 02:00:00 exceeds max_time = 01:00:00"
@@ -198,7 +198,7 @@ def test_minicluster_profile_runs_horovod_mpi_two_ranks_on_each_node(cli, tmp_pa
 
 
 def test_example_gpu_limits(tmp_path):
-    from hpcbench.cluster import violations
+    from hpcbench.plan.limits import violations
 
     spec = _spec(tmp_path, 'cluster = "example-gpu"\n[workload]\ndevice = "cuda"\nbackend = "nccl"\n'
                  "[matrix]\nnodes = [16, 32]\ngpus_per_node = [8, 16]\n")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcbench import minicluster
+from hpcbench.ops import minicluster
 from hpcbench.workloads.distenv import JOB_PORT_SHELL, expand_hostlist, from_environ, job_port, resolve_addr, side_port
 
 REPO = Path(__file__).resolve().parents[1]

@@ -26,33 +26,33 @@ def test_doctor_reports_the_minicluster(cli, tmp_path, slurm_cluster):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found = {}
     for f in json.loads(proc.stdout):
-        found.setdefault(f["area"], f)
+        found.setdefault(f["rule"], f)
 
     sacct = sh("sacct", "--noheader", "-X")
     if sacct.returncode != 0:  # the minicluster runs without slurmdbd
         said = (sacct.stdout + sacct.stderr).strip().splitlines()[-1]
-        assert found["accounting"]["status"] == "warn" and said in found["accounting"]["detail"]
+        assert found["accounting"]["severity"] == "warning" and said in found["accounting"]["claim"]
     else:
-        assert found["accounting"]["status"] == "ok"
+        assert found["accounting"]["severity"] == "ok"
 
     listed = sh("srun", "--mpi=list").stdout + sh("srun", "--mpi=list").stderr
     plugins = re.findall(r"^\s+(\w+)\s*$", listed, re.MULTILINE)
     assert "pmix" in plugins
-    assert found["srun --mpi"]["status"] == "ok"
-    assert all(p in found["srun --mpi"]["detail"] for p in plugins), (plugins, found["srun --mpi"])
+    assert found["srun --mpi"]["severity"] == "ok"
+    assert all(p in found["srun --mpi"]["claim"] for p in plugins), (plugins, found["srun --mpi"])
 
     lmod = sh("bash", "-lc", "module --version 2>&1")
     version = re.search(r"Version (\S+)", lmod.stdout).group(1)
-    assert found["modules"]["detail"].startswith(f"Lmod {version}")
-    assert found["profile modules"]["status"] == "ok"
+    assert found["modules"]["claim"].startswith(f"Lmod {version}")
+    assert found["profile modules"]["severity"] == "ok"
 
     nodes = sh("scontrol", "show", "hostnames", sh("sinfo", "-h", "-p", "debug", "-o", "%N").stdout.strip())
-    assert found["run directory"]["status"] == "ok"
-    assert f"visible from compute nodes {', '.join(nodes.stdout.split()[:2])}" in found["run directory"]["detail"]
+    assert found["run directory"]["severity"] == "ok"
+    assert f"visible from compute nodes {', '.join(nodes.stdout.split()[:2])}" in found["run directory"]["claim"]
 
     import torch.distributed as dist
 
-    assert ("gloo" in found["torch"]["detail"].split("backends: ")[1].split(";")[0]) == dist.is_gloo_available()
+    assert ("gloo" in found["torch"]["claim"].split("backends: ")[1].split(";")[0]) == dist.is_gloo_available()
     assert not list((tmp_path / "runs").iterdir())  # the probe cleans up after itself
 
 
@@ -65,7 +65,7 @@ def test_doctor_without_slurm_says_what_is_missing(cli, tmp_path):
     env = {"PATH": str(bin_dir), "HPCBENCH_PREFIX": PREFIX}
     proc = cli("doctor", "--runs-root", str(tmp_path), "--no-job", env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "MISSING  slurm: not on PATH: sbatch, squeue, srun, scontrol, sinfo" in proc.stdout
+    assert "error    slurm: not on PATH: sbatch, squeue, srun, scontrol, sinfo" in proc.stdout
     assert "fix: run on a Slurm login node" in proc.stdout
     # The heuristic names the real filesystem type of the folder.
     fstype = sh("findmnt", "-n", "-o", "FSTYPE", "-T", str(tmp_path)).stdout.split()[0]
@@ -79,7 +79,7 @@ def test_doctor_refuses_a_profile_the_cluster_cannot_honour(cli, tmp_path, slurm
     proc = cli("doctor", "--cluster", str(profile), "--runs-root", str(tmp_path / "runs"), "--no-job")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout
-    assert "MISSING  srun --mpi: profile asks for --mpi=nosuch; srun offers: pmix" in out
-    assert "MISSING  partition: partition 'nopart' is not known to sinfo" in out and "use one of: debug" in out
-    assert re.search(r"MISSING  profile modules: module load failed: .*nosuchmod/1", out)
+    assert "error    srun --mpi: profile asks for --mpi=nosuch; srun offers: pmix" in out
+    assert "error    partition: partition 'nopart' is not known to sinfo" in out and "use one of: debug" in out
+    assert re.search(r"error    profile modules: module load failed: .*nosuchmod/1", out)
     assert out.rstrip().endswith("3 required item(s) missing")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, write
 
-from hpcbench import slurmcli
 from hpcbench.rundir import RunDir
-from hpcbench.state import collect, scheduler_view
+from hpcbench.submit import slurm
+from hpcbench.submit.status import collect, scheduler_view
 
 pytestmark = pytest.mark.slurm
 
@@ -41,7 +41,7 @@ def wait_running(run: Path, timeout: float = 400) -> str:
     [job] = rd.queued_job_ids()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        info = slurmcli.snapshot().get(job)
+        info = slurm.snapshot().get(job)
         if info is not None and info.state == "RUNNING" and list(rd.points_root.glob("*/job-*.out")):
             return job
         time.sleep(0.5)

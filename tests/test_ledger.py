@@ -12,12 +12,11 @@ import pytest
 from conftest import DATA, REPO
 
 from hpcbench.errors import ConfigError, RunDirBusy
-from hpcbench.plan import expand
-from hpcbench.progress import Progress
+from hpcbench.plan.expand import expand
+from hpcbench.plan.spec import parse
 from hpcbench.rundir import RunDir, atomic_write_json
-from hpcbench.slurmcli import JobInfo, parse_sacct, parse_squeue
-from hpcbench.spec import parse
-from hpcbench.state import STATES, SchedulerView, collect, parse_states, point_state
+from hpcbench.submit.slurm import JobInfo, parse_sacct, parse_squeue
+from hpcbench.submit.status import STATES, Progress, SchedulerView, collect, parse_states, point_state
 
 GC3PIE_FIELDS = ("JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start", "End",
                  "MaxRSS", "MaxVMSize")

@@ -4,9 +4,12 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
 from conftest import REPO, write
 
 from hpcbench.rundir import RunDir
+
+pytestmark = pytest.mark.torch  # runs the real torch workload (or probes torch)
 
 
 def test_local_sweep_runs_and_summarizes(cli, tmp_path):

@@ -6,8 +6,8 @@ import json
 
 from conftest import DATA, write
 
-from hpcbench.logs import parse_file
-from hpcbench.logs.checks import Finding, check_parsed
+from hpcbench.parse import parse_file
+from hpcbench.parse.checks import Finding, check_parsed
 
 LOGS = DATA / "logs"
 TWO_HOSTS_SOCKET = ("na:1:1 [0] NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
@@ -23,7 +23,7 @@ def rules(text: str, tmp_path, provenance=None, gpu=None) -> dict[str, Finding]:
 
 def test_socket_between_nodes_with_ib_visible_is_an_error(tmp_path):
     f = rules(IB_LINE + TWO_HOSTS_SOCKET, tmp_path)["socket-with-ib"]
-    assert f.severity == "error" and "NCCL_IB_HCA" in f.hint and f.file.endswith("t.log")
+    assert f.severity == "error" and "NCCL_IB_HCA" in f.fix and f.subject.endswith("t.log")
     assert "socket-with-ib" not in rules(TWO_HOSTS_SOCKET, tmp_path)  # no IB anywhere: sockets are all there is
 
 
@@ -56,7 +56,7 @@ def test_warn_lines_are_one_finding_with_the_first_rank_and_host(tmp_path):
                    f"Net : Connect to 10.0.0.{r}<4444> failed : Connection refused\n" for r in (5, 1, 2, 7))
     found = [f for f in check_parsed(parse_file(write(tmp_path / "w.log", text))) if f.rule == "nccl-warn"]
     assert len(found) == 1
-    assert "4 times" in found[0].message and "rank 5" in found[0].message and "host node1" in found[0].message
+    assert "4 times" in found[0].claim and "rank 5" in found[0].claim and "host node1" in found[0].claim
     assert not [f for f in check_parsed(parse_file(LOGS / "nccl_ibring_02.log")) if f.rule == "nccl-warn"]
 
 

@@ -13,7 +13,7 @@ import json
 import pytest
 from conftest import DATA
 
-from hpcbench.logs import parse_file
+from hpcbench.parse import parse_file
 
 LOGS = DATA / "logs"
 EXPECTED = json.loads((LOGS / "EXPECTED.json").read_text())["files"]
@@ -42,7 +42,6 @@ def test_every_fact(parsed, name):
     }
     for key, value in got.items():
         assert value == exp[key], f"{name}: {key} = {value!r}, expected {exp[key]!r}"
-    assert out["hosts"] == (n["hosts"] if n else out["hosts"])
 
     t, et = out["nccl_tests"], exp["nccltests"]
     if et is None:
@@ -72,6 +71,16 @@ def test_every_fact(parsed, name):
         for key in ("total_img_sec", "per_gpu_img_sec", "num_gpus", "total_img_sec_err", "per_gpu_img_sec_err"):
             assert h.get(key) == eh[key], f"{name}: horovod {key} = {h.get(key)!r}, expected {eh[key]!r}"
         assert out["launcher_prefix"] == eh["rank_prefix"]
+
+
+WITH_NCCL = sorted(n for n, e in EXPECTED.items() if e["nccl_version"] or e["network"] or e["transports"])
+
+
+@pytest.mark.parametrize("name", WITH_NCCL)
+def test_the_nccl_object_names_the_files_hosts(parsed, name):
+    """The hosts of a file's NCCL lines are its hosts (the file-level list adds nccl-tests' Rank lines only)."""
+    assert parsed[name]["nccl"] is not None, f"{name}: NCCL facts expected, no NCCL object"
+    assert parsed[name]["nccl"]["hosts"] == parsed[name]["hosts"]
 
 
 def test_no_file_of_the_corpus_gives_a_warning_of_its_own(parsed):

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from hpcbench.logs import parallel, parse_file, scan
-from hpcbench.logs.nccl import normalise
-from hpcbench.schema import RankInfo, ResultRecord
+from hpcbench.parse import parallel, parse_file, scan
+from hpcbench.parse.nccl import normalise
+from hpcbench.records import RankInfo, ResultRecord
 
 
 def parse_text(tmp_path, text: str | bytes, name: str = "x.log") -> dict:

@@ -8,7 +8,7 @@ from conftest import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hpcbench.logs import parse_file
+from hpcbench.parse import parse_file
 
 LOGS = sorted((DATA / "logs").glob("*.log"))
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -9,10 +9,10 @@ import pytest
 from conftest import write
 
 from hpcbench.errors import ConfigError
-from hpcbench.pack import render_pack
-from hpcbench.plan import expand
+from hpcbench.plan.expand import expand
+from hpcbench.plan.spec import parse
 from hpcbench.rundir import RunDir
-from hpcbench.spec import parse
+from hpcbench.submit.pack import render_pack
 
 PACKED = """
 [slurm]

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from conftest import REPO
 
-from hpcbench.plan import expand
-from hpcbench.spec import load, parse
+from hpcbench.plan.expand import expand
+from hpcbench.plan.spec import load, parse
 
 
 def test_scaling_matrix_product_minus_excludes():

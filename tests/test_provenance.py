@@ -9,9 +9,9 @@ import subprocess
 
 from conftest import write
 
-from hpcbench import provenance
-from hpcbench.capabilities import detect
 from hpcbench.rundir import PointPaths
+from hpcbench.workloads import provenance
+from hpcbench.workloads.capabilities import detect
 
 
 def fake_sys(root, sockets: dict[int, list[int]]):
@@ -41,10 +41,11 @@ def test_collect_describes_this_process():
     assert {n["name"] for n in doc["nics"]} == set(os.listdir("/sys/class/net"))
     # Local rank 1 leaves the node topology to local rank 0; no GPU here gives reasons, not a crash.
     assert doc["topology"] is None and "local rank 0" in doc["unavailable"]["topology"]
-    if caps.cuda_devices == 0:
-        assert doc["gpus"] == [] and "gpus" in doc["unavailable"]
-    if not os.path.isdir("/sys/class/infiniband"):
-        assert doc["infiniband"]["devices"] == [] and "infiniband" in doc["unavailable"]
+    # Whatever this machine has: GPUs listed exactly when torch sees them, HCAs exactly when sysfs has them.
+    assert len(doc["gpus"]) == caps.cuda_devices and ("gpus" in doc["unavailable"]) == (caps.cuda_devices == 0)
+    hcas = sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else []
+    assert sorted(d["name"] for d in doc["infiniband"]["devices"]) == hcas
+    assert ("infiniband" in doc["unavailable"]) == (not hcas)
     json.dumps(doc)  # serialisable as it stands
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import DATA, REPO
 
-from hpcbench.plan import expand
-from hpcbench.render import render_job
+from hpcbench.plan.expand import expand
+from hpcbench.plan.spec import load, parse
 from hpcbench.rundir import PointPaths
-from hpcbench.spec import load, parse
+from hpcbench.submit.render import render_job
 
 GOLDEN = DATA / "golden"
 RUN = Path("/scratch/runs/scaling-golden/points")
@@ -41,8 +41,10 @@ def _render(spec, point) -> str:
 
 def _check_golden(name: str, text: str) -> None:
     path = GOLDEN / name
-    if os.environ.get("HPCBENCH_UPDATE_GOLDEN"):
+    if os.environ.get("HPCBENCH_UPDATE_GOLDEN") and text != path.read_text():
         path.write_text(text)
+        # Never a pass: an updated golden must be reviewed (git diff) and the test run again without the variable.
+        pytest.fail(f"{name} rewritten; review `git diff {path}`, then rerun without HPCBENCH_UPDATE_GOLDEN")
     assert text == path.read_text(), f"{name} changed; review the diff, then rerun with HPCBENCH_UPDATE_GOLDEN=1"
 
 

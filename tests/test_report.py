@@ -12,7 +12,7 @@ from hpcbench.report.aggregate import aggregate
 from hpcbench.report.baseline import apply
 from hpcbench.report.inputs import run_samples
 from hpcbench.report.summarize import build, write
-from hpcbench.workloads.stats import mean_ci95, t975
+from hpcbench.stats import mean_ci95, t975
 
 T1 = 12.706  # t(0.975, df=1)
 
@@ -99,7 +99,7 @@ def test_auto_baseline_falls_back_and_says_so(tmp_path):
 
 def test_weak_and_strong_scaling_are_labelled_and_not_mixed(tmp_path):
     w1, w2 = point(), point(rpn=2)
-    s1, s2 = point(batch=64), point(batch=32, rpn=2, model="mlp", backend="gloo", repeat=5)
+    s1, s2 = point(batch=64, global_batch=64), point(batch=32, rpn=2, repeat=5, global_batch=64)
     rd = make_run(tmp_path / "run", [
         (w1, record(w1, 100.0)), (w2, record(w2, 150.0)),
         (s1, record(s1, 50.0, scaling="strong", global_batch_size=64)),

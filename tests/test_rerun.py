@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli, write
 
-from hpcbench import slurmcli
 from hpcbench.rundir import RunDir
+from hpcbench.submit import slurm
 
 pytestmark = pytest.mark.slurm
 
@@ -47,7 +47,7 @@ def start_sweep(sweep: Path, run: Path, *extra: str, env: dict[str, str] | None 
 def queued_by_point(rd: RunDir) -> dict[str, list[str]]:
     """This run's jobs in the queue, found by their comment (not by the ledger), per point id."""
     out: dict[str, list[str]] = {}
-    for job in slurmcli.snapshot().values():
+    for job in slurm.snapshot().values():
         pid = rd.comment_point(job.comment)
         if pid is not None and job.active:
             out.setdefault(pid, []).append(job.job_id)
@@ -108,7 +108,7 @@ def test_max_jobs_in_queue_waits_and_force_resubmits_without_doubles(tmp_path, s
         time.sleep(3)
         assert len(events(run, "submitted")) == 2 and proc.poll() is None, "the third job did not wait"
         first = events(run, "submitted")[0]["job_id"]
-        slurmcli.cancel([first])  # frees a place in the queue
+        slurm.cancel([first])  # frees a place in the queue
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0, out
         assert "2 of this run's jobs queued (max_jobs_in_queue = 2): waiting" in out

@@ -12,10 +12,10 @@ import pytest
 from conftest import write
 
 from hpcbench.errors import ConfigError
-from hpcbench.plan import expand
-from hpcbench.render import job_name, render_job, sanitise_job_name
+from hpcbench.plan.expand import expand
+from hpcbench.plan.spec import parse
 from hpcbench.rundir import PointPaths
-from hpcbench.spec import parse
+from hpcbench.submit.render import job_name, render_job, sanitise_job_name
 
 
 def payloads(target: Path) -> list[str]:

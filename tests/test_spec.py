@@ -4,7 +4,8 @@ import pytest
 from conftest import REPO, write
 
 from hpcbench.errors import ConfigError
-from hpcbench.spec import load, parse, time_limit_seconds
+from hpcbench.plan.checks import time_seconds
+from hpcbench.plan.spec import load, parse
 
 MINIMAL = "[matrix]\nranks_per_node = [1, 2]\n"
 
@@ -19,8 +20,8 @@ def test_defaults_fill_every_section():
     spec = parse(MINIMAL, "sweeps/x.toml")
     assert spec.sweep.name == "x"
     assert spec.workload.backend == "gloo" and spec.slurm.launcher == "srun"
-    assert dict(spec.matrix.axes) == {"backend": ("gloo",), "model": ("mlp",), "batch_size": (32,),
-                                      "nodes": (1,), "ranks_per_node": (1, 2)}
+    assert dict(spec.matrix.axes) == {"framework": ("ddp",), "backend": ("gloo",), "model": ("mlp",),
+                                      "batch_size": (32,), "nodes": (1,), "ranks_per_node": (1, 2)}
 
 
 def test_unknown_key_lists_valid_keys_and_suggests():
@@ -71,7 +72,7 @@ def test_missing_file(tmp_path):
 @pytest.mark.parametrize("limit, seconds", [("30", 1800), ("10:30", 630), ("01:00:00", 3600),
                                             ("2-00", 172800), ("1-02:03:04", 93784)])
 def test_time_limits(limit, seconds):
-    assert time_limit_seconds(limit) == seconds
+    assert time_seconds(limit) == seconds
 
 
 @pytest.mark.parametrize("name", ["local", "ci", "scaling"])

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 
-from hpcbench.plan import expand
+from hpcbench.plan.expand import expand
+from hpcbench.plan.spec import parse
+from hpcbench.records import ErrorRecord
 from hpcbench.report.summarize import summarize
 from hpcbench.rundir import RunDir, atomic_write_json
-from hpcbench.schema import ErrorRecord
-from hpcbench.spec import parse
-from hpcbench.state import collect
+from hpcbench.submit.status import collect
 
 SWEEP = "[matrix]\nnodes = [1, 2]\nranks_per_node = [1, 2]\n[[exclude]]\nnodes = 1\nranks_per_node = 1\n"
 

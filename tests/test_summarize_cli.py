@@ -11,7 +11,7 @@ from hpcbench.report.inputs import Inputs
 from hpcbench.report.samples import Sample
 from hpcbench.report.summarize import build, text
 from hpcbench.rundir import atomic_write_json
-from hpcbench.state import COMPLETED, RUNNING
+from hpcbench.submit.status import COMPLETED, RUNNING
 
 
 def small_run(tmp_path, name="run", factor=1.0):
@@ -107,7 +107,7 @@ def test_environment_flags_values_that_differ_between_nodes(tmp_path):
 
 
 def test_environment_from_real_provenance_files(tmp_path):
-    """Files written by hpcbench.provenance.collect on this VM for node1 and node2 (tests/data/provenance)."""
+    """Files written by hpcbench.workloads.provenance.collect on this VM for node1 and node2 (tests/data/provenance)."""
     import shutil
 
     p = point(nodes=2, rpn=1)

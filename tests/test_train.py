@@ -12,7 +12,9 @@ import pytest
 from conftest import CPU_BACKENDS, NO_DDP_MPI, sweep_ok, write
 
 from hpcbench.rundir import RunDir
-from hpcbench.workloads.stats import mean_ci95, t975
+from hpcbench.stats import mean_ci95, t975
+
+pytestmark = pytest.mark.torch  # runs the real torch workload (or probes torch)
 
 
 def test_ci95_by_hand():

@@ -7,8 +7,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpcbench.plan.fields import NAMES, POINT_KEY
 from hpcbench.report.samples import Sample
-from hpcbench.workloads.stats import mean_ci95
+from hpcbench.stats import mean_ci95
 
 
 @dataclass
@@ -50,10 +51,8 @@ class Agg:
 
 
 
-# Point fields (backend, nodes, ...) are the same in every repeat: read them from the first.
-POINT_FIELDS = ("source", "label", "point_id", "framework", "backend", "model", "kind", "device", "scaling",
-                "batch_size", "global_batch_size", "nodes", "ranks_per_node", "world_size", "cluster", "comm_method",
-                "layout", "name")
+# Point fields (the declared parameters, where it came from) are the same in every repeat: read them from the first.
+POINT_FIELDS = (*NAMES, "source", "label", "point_id", "world_size", "cluster", "comm_method", "layout", "name")
 for _name in POINT_FIELDS:
     setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
 
@@ -63,8 +62,8 @@ def mean(values: list[float]) -> float | None:
 
 
 def point_key(s: Sample) -> tuple[Any, ...]:
-    key = (s.cluster, s.kind, s.framework, s.backend, s.model, s.device, s.scaling, s.batch_size,
-           s.global_batch_size, s.nodes, s.ranks_per_node, s.world_size)
+    """Samples with equal keys are repeats of one point: the same parameters (plan/fields.POINT_KEY) on one cluster."""
+    key = (s.cluster, *(getattr(s, n) for n in POINT_KEY), s.world_size)
     # Logs of jobs hpcbench did not launch may come from anywhere: each file is its own point, never a
     # repeat of another file's (a speedup may still compare them, and names the file it compares with).
     return key if s.point_id is not None else (*key, s.source, s.label)

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcbench.errors import ConfigError
+from hpcbench.plan.fields import SERIES
 from hpcbench.report.aggregate import Agg
+from hpcbench.vocab import NO_FRAMEWORK
 
 MODES = ("auto", "single-gpu", "single-node", "no-framework")
-NO_FRAMEWORK = "none"  # framework of the single process run without any communication library
 
 DESCRIPTIONS = {
     "auto": "the 1-rank point of the same framework, backend, model and batch "
@@ -41,21 +42,20 @@ def scaling_label(a: Any) -> str:
     return f"weak (batch/rank {a.batch_size})" if a.batch_size else a.scaling
 
 
-def _batch_key(a: Agg) -> tuple[Any, ...]:
-    return (a.scaling, a.global_batch_size if a.scaling == "strong" else a.batch_size)
-
-
-def _series_key(a: Agg) -> tuple[Any, ...]:
-    return (a.cluster, a.framework, a.backend, a.model, a.device, *_batch_key(a))
+def series_key(a: Any, leave: tuple[str, ...] = ()) -> tuple[Any, ...]:
+    """What a scaling curve is of (plan/fields.SERIES) on one cluster. The batch that is held fixed is
+    the per-rank one in weak scaling and the global one in strong scaling; the other varies along the curve."""
+    varies = "batch_size" if a.scaling == "strong" else "global_batch_size"
+    return (a.cluster, *(getattr(a, n) for n in SERIES if n != varies and n not in leave))
 
 
 def _pick(mode: str) -> tuple[Callable[[Agg], tuple[Any, ...]], Callable[[Agg], bool]]:
     """(key of the group the baseline is chosen in, whether a candidate may serve as baseline for a point)."""
     if mode in ("auto", "single-gpu"):
-        return _series_key, lambda base: base.world_size == 1
+        return series_key, lambda base: base.world_size == 1
     if mode == "single-node":
-        return (lambda a: (*_series_key(a), a.ranks_per_node)), lambda base: base.nodes == 1
-    return (lambda a: (a.cluster, a.model, a.device, *_batch_key(a))), \
+        return (lambda a: (*series_key(a), a.ranks_per_node)), lambda base: base.nodes == 1
+    return (lambda a: series_key(a, leave=("framework", "backend"))), \
         lambda base: base.framework == NO_FRAMEWORK and base.world_size == 1
 
 

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from hpcbench.plan.fields import POINT_KEY
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.baseline import scaling_label
 from hpcbench.report.fmt import num
-from hpcbench.report.tables import Table
 from hpcbench.report.tables_allreduce import curves
+from hpcbench.tabular import Table
 
 
 def _key(a: Agg) -> tuple[Any, ...]:
     # the cluster is left out on purpose: comparing one cluster with another is a use of --compare
-    return (a.kind, a.framework, a.backend, a.model, a.device, a.scaling, a.batch_size, a.global_batch_size,
-            a.nodes, a.ranks_per_node, a.world_size)
+    return (*(getattr(a, n) for n in POINT_KEY), a.world_size)
 
 
 def _ratio(new: float | None, old: float | None) -> str:
@@ -49,3 +50,19 @@ def compare(old: list[Agg], new: list[Agg]) -> Table:
                  ["framework", "backend", "model", "scaling", "servers×ranks", "metric", "OLD", "NEW",
                   "ratio", "step ms OLD → NEW", "step ratio", "in", "state OLD / NEW"], rows,
                  empty="neither side has points")
+
+
+def compare_paths(old: str, new: str, fmt: str, cluster: str | None = None, out: Path | None = None) -> str:
+    """`summarize --compare OLD NEW`: the table in ``fmt``; with ``out``, compare.md and compare.csv there too."""
+    from hpcbench.report.aggregate import aggregate
+    from hpcbench.report.inputs import load
+    from hpcbench.rundir import atomic_write_text
+
+    table = compare(*(aggregate(load([p], cluster).samples) for p in (old, new)))
+    fmt = "github" if fmt == "markdown" else fmt
+    text = table.render("csv" if fmt == "json" else fmt)
+    if out is not None:
+        atomic_write_text(out / "compare.md", f"# {table.title}\n\nOLD: `{old}`  \nNEW: `{new}`\n\n"
+                          f"{table.render('github')}\n")
+        atomic_write_text(out / "compare.csv", table.render("csv"))
+    return f"OLD: {old}\nNEW: {new}\n{text}"

@@ -6,6 +6,7 @@ from typing import Any
 
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip, num, pct
+from hpcbench.vocab import ERROR, WARNING
 
 
 def best_at_each_scale(aggs: list[Agg]) -> list[str]:
@@ -56,9 +57,9 @@ def failed_points(aggs: list[Agg]) -> list[str]:
 def transport_problems(findings: list[Any]) -> list[str]:
     seen, out = set(), []
     for f in findings:
-        if f.severity not in ("error", "warning") or (f.rule, f.message) in seen:
+        if f.severity not in (ERROR, WARNING) or (f.rule, f.claim) in seen:
             continue
-        seen.add((f.rule, f.message))
-        out.append(f"{f.severity}: {f.rule}: {clip(f.message, 160)}" + (f" [{f.file}]" if f.file else "")
-                   + (f" (hint: {f.hint})" if f.hint else ""))
+        seen.add((f.rule, f.claim))
+        out.append(f"{f.severity}: {f.rule}: {clip(f.claim, 160)}" + (f" [{f.subject}]" if f.subject else "")
+                   + (f" (fix: {f.fix})" if f.fix else ""))
     return out

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpcbench import schema
-from hpcbench.errors import ConfigError, HpcbenchError, SchemaError
+from hpcbench import records
+from hpcbench.errors import ConfigError, HpcbenchError, NoSuchFile, SchemaError
+from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.report.samples import Sample, from_record
 from hpcbench.rundir import PointPaths, RunDir
-from hpcbench.schema import AllreduceRow, ResultRecord
-from hpcbench.state import UNPARSABLE
+from hpcbench.vocab import UNPARSABLE
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 _HEAD_BYTES = 256 * 1024  # benchmark banners (model, batch size) sit at the top of a log
@@ -63,7 +63,7 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
         elif path.is_file():
             out.samples += log_samples(path, out.notes)
         else:
-            raise ConfigError(f"{path}: no such file or directory", hint="give a run directory or log files")
+            raise NoSuchFile(path, "file or directory", hint="give a run directory or log files")
     if cluster:
         for s in out.samples:
             s.cluster = cluster
@@ -86,7 +86,7 @@ def _provenance(paths: PointPaths, names: list[str]) -> list[dict[str, Any]]:
     docs = []
     for f in paths.provenances(names):
         try:
-            docs.append(schema.read_json(f, schema.PROVENANCE))
+            docs.append(records.read_json(f, records.PROVENANCE))
         except (SchemaError, OSError):
             continue  # the environment table shows the value as missing; the point itself is still valid
     return docs
@@ -100,8 +100,9 @@ def _cluster(prov: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def run_samples(rd: RunDir) -> list[Sample]:
-    from hpcbench.state import collect, scheduler_view
+def run_samples(rd: RunDir) -> list[Any]:
+    """One Sample per planned point of a run, whatever its state; its parameters are the plan's."""
+    from hpcbench.submit.status import collect, scheduler_view
 
     samples = []
     root = str(rd.root)
@@ -109,17 +110,14 @@ def run_samples(rd: RunDir) -> list[Sample]:
         p, paths = st.point, rd.point(st.point)
         names = paths.listing()
         prov = _provenance(paths, names)
-        common: dict[str, Any] = {"state": st.state, "final": st.final, "repeat": p.repeat, "logs": paths.logs(names),
+        common: dict[str, Any] = {**p.params(), "state": st.state, "final": st.final, "logs": paths.logs(names),
                                   "provenance": prov, "cluster": _cluster(prov), "job_id": st.job_id,
                                   "reason": st.reason}
         if st.ok and st.result is not None:
             samples.append(from_record(st.result, root, **common))
-            continue
-        samples.append(Sample(
-            source=root, label=p.label, ok=False, point_id=p.id, framework=p.framework, backend=p.backend,
-            model=p.model, kind=p.kind, device=p.device, scaling=getattr(p, "scaling", "weak"),
-            batch_size=p.batch_size, global_batch_size=getattr(p, "global_batch_size", None), nodes=p.nodes,
-            ranks_per_node=p.ranks_per_node, world_size=p.world_size, **common))
+        else:
+            samples.append(Sample(source=root, label=p.label, ok=False, point_id=p.id, world_size=p.world_size,
+                                  **common))
     return samples
 
 
@@ -132,7 +130,7 @@ def _head(path: Path) -> str:
 
 
 def log_samples(path: Path, notes: list[str]) -> list[Sample]:
-    from hpcbench.logs import parse_file
+    from hpcbench.parse import parse_file
 
     parsed = parse_file(path)
     return infer(parsed, path, _head(path), notes)

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hpcbench.errors import ConfigError
+from hpcbench.errors import ConfigError, read_text
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import num
-from hpcbench.report.tables import Table
+from hpcbench.tabular import Table
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -71,9 +71,7 @@ def _number(v: Any, where: str) -> float:
 def load(path: str | Path) -> list[Reference]:
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read references ({e.strerror})") from None
+        doc = tomllib.loads(read_text(path, "references file"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML ({e})") from None
     unknown = set(doc) - {"defaults", "reference"}

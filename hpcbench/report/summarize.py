@@ -16,8 +16,8 @@ from hpcbench.report import findings as fnd
 from hpcbench.report.aggregate import Agg, aggregate
 from hpcbench.report.inputs import Inputs, load
 from hpcbench.report.samples import TIDY_COLUMNS, tidy_row
-from hpcbench.report.tables import Table, format_table
 from hpcbench.rundir import RunDir, atomic_write_text
+from hpcbench.tabular import Table, format_table
 
 # The short table `hpcbench sweep --wait` prints when the run ends.
 TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hpcbench.report.aggregate import Agg, mean
 from hpcbench.report.fmt import clip, num, size
-from hpcbench.report.tables import Table
+from hpcbench.tabular import Table
 
 
 def series_label(a: Agg) -> str:

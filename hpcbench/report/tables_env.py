@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hpcbench.report.samples import Sample
-from hpcbench.report.tables import Table
+from hpcbench.tabular import Table
 
 Doc = dict[str, Any]
 

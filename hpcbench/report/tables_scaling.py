@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from hpcbench.report.aggregate import Agg
-from hpcbench.report.baseline import scaling_label
+from hpcbench.report.baseline import scaling_label, series_key
 from hpcbench.report.fmt import clip, num, pct, pm
-from hpcbench.report.tables import Table
+from hpcbench.tabular import Table
 
 GPU_UTIL_WARN = 80.0  # percent; vendor tuning guides ask for 80-90% and more
 
@@ -54,8 +54,7 @@ def placement(aggs: list[Agg]) -> Table:
     groups: dict[tuple[Any, ...], list[Agg]] = {}
     for a in train(aggs):
         if a.world_size:
-            groups.setdefault((a.cluster, a.framework, a.backend, a.model, a.device, a.scaling, a.batch_size,
-                               a.global_batch_size, a.world_size), []).append(a)
+            groups.setdefault((*series_key(a), a.world_size), []).append(a)
     rows = []
     for group in groups.values():
         if len({a.layout for a in group}) < 2:

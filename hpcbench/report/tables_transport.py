@@ -1,21 +1,20 @@
-"""Which links NCCL really used, per point: read from the point's own logs by hpcbench.logs."""
+"""Which links NCCL really used, per point: read from the point's own logs by hpcbench.parse."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from hpcbench.findings import Finding, rank
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip
-from hpcbench.report.tables import Table
-
-SEVERITY = {"error": 2, "warning": 1, "info": 0}
+from hpcbench.tabular import Table
 
 
 def _parsed(a: Agg) -> list[dict[str, Any]]:
     s = next((s for s in a.samples if s.ok), a.first)
     if not s.parsed and s.logs:
-        from hpcbench.logs import parse_file
+        from hpcbench.parse import parse_file
 
         s.parsed = [parse_file(f) for f in s.logs]
     return s.parsed
@@ -25,22 +24,22 @@ def _scoped(nccl: dict[str, Any], scope: str) -> set[str]:
     return {e["transport"] for e in nccl.get("edges") or [] if e.get("scope") == scope and e.get("transport")}
 
 
-def _findings(parsed: list[dict[str, Any]], provenance: list[dict[str, Any]], device: str) -> list[Any]:
+def _findings(parsed: list[dict[str, Any]], provenance: list[dict[str, Any]], device: str) -> list[Finding]:
     """Check findings of all of a point's logs, once each: its .out and .err are one job."""
-    from hpcbench.logs.checks import check_parsed
+    from hpcbench.parse.checks import check_parsed
 
     # "a GPU job without NCCL lines" is about the job, not about each of its files
     gpu = None if device not in ("cpu", "cuda") else (device == "cuda" and not any(p.get("nccl") for p in parsed))
     seen, out = set(), []
     for p in parsed:
         for f in check_parsed(p, provenance or None, gpu=gpu):
-            if (f.rule, f.message) not in seen:
-                seen.add((f.rule, f.message))
+            if (f.rule, f.claim) not in seen:
+                seen.add((f.rule, f.claim))
                 out.append(f)
     return out
 
 
-def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
+def transports(aggs: list[Agg]) -> tuple[Table, list[Finding]]:
     """The table, and every check finding (for the findings list and the exit code)."""
     rows, findings, cpu_quiet = [], [], []
     for a in aggs:
@@ -49,10 +48,7 @@ def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
             continue
         ncc = [p["nccl"] for p in parsed if p.get("nccl")]
         found = _findings(parsed, a.first.provenance, a.device)
-        for f in found:
-            if f.file is None:
-                f = _with_file(f, a.label)
-            findings.append(f)
+        findings += [f.about(a.label) for f in found]
         files = ", ".join(sorted({Path(p.get("file") or "?").name for p in parsed}))
         if not ncc:
             if a.device == "cpu" and not found:  # gloo/mpi on CPU never use NCCL: one note, not a row each
@@ -80,18 +76,9 @@ def transports(aggs: list[Agg]) -> tuple[Table, list[Any]]:
     return t, findings
 
 
-def _with_file(f: Any, label: str) -> Any:
-    from dataclasses import replace
-
-    try:
-        return replace(f, file=label)
-    except TypeError:
-        return f
-
-
-def _verdict(found: list[Any]) -> str:
+def _verdict(found: list[Finding]) -> str:
     if not found:
         return ""
-    worst = max(found, key=lambda f: SEVERITY.get(f.severity, 0))
+    worst = min(found, key=rank)
     more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-    return clip(f"{worst.severity}: {worst.rule}: {worst.message}", 70) + more
+    return clip(f"{worst.severity}: {worst.rule}: {worst.claim}", 70) + more

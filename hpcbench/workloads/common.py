@@ -15,20 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench import __version__
+from hpcbench.errors import BackendUnavailable
+from hpcbench.records import ErrorRecord, RankInfo
 from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
-from hpcbench.schema import ErrorRecord, RankInfo
+from hpcbench.vocab import TORCH_BACKEND
 from hpcbench.workloads.distenv import DistEnv, from_environ
-
-
-class BackendUnavailable(RuntimeError):
-    """The point asks for a framework/backend/device this node cannot provide (exit code 2)."""
 
 
 def require(framework: str, backend: str, device: str) -> None:
     """Fail fast, with the reason, before any collective could hang on a missing backend."""
-    from hpcbench.capabilities import unavailable
+    from hpcbench.workloads.capabilities import unavailable_here
 
-    why = unavailable(framework, backend, device)
+    why = unavailable_here(framework, backend, device)
     if why:
         raise BackendUnavailable(why)
 
@@ -51,8 +49,6 @@ def versions() -> dict[str, str | None]:
 def init_process_group(backend: str, env: DistEnv, timeout_s: int) -> None:
     """torch.distributed over TCP rendezvous at the job's first node; a missing peer times out, never hangs."""
     import torch.distributed as dist
-
-    from hpcbench.capabilities import TORCH_BACKEND
 
     dist.init_process_group(
         backend=TORCH_BACKEND.get(backend, backend),

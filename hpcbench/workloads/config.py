@@ -1,14 +1,22 @@
-"""Rank configs: the dataclasses behind each workload's command line (the CLI is a thin layer over them)."""
+"""Rank configs: one dataclass per workload kind, derived from the parameter declaration
+(plan/fields.py), behind each workload's command line (the CLI is a thin layer over them).
+
+A kind's config has the point's folder, id and label, and every declared parameter that applies
+to that kind and reaches the ranks, with the declared default. ``from_point`` -> ``to_argv`` ->
+``from_argv`` is a round trip: what the planner decides is exactly what a rank runs with.
+"""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, field, fields, make_dataclass
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
-from hpcbench.plan import Point
-from hpcbench.spec import AllreduceSizes
+from hpcbench.plan.fields import BY_NAME, PARAMS, Param
+from hpcbench.vocab import KINDS
+
+MODULE = {kind: f"hpcbench.workloads.{kind}" for kind in KINDS}  # what `python -m` runs for each kind
 
 
 def _bool(text: str) -> bool:
@@ -17,108 +25,65 @@ def _bool(text: str) -> bool:
     return text == "True"
 
 
-_PARSERS: dict[str, Any] = {"int": int, "float": float, "bool": _bool, "int | None": int}
+def _flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
 
 
-class _Flag(NamedTuple):
-    name: str
-    flag: str
-    omit_default: bool
-    default: Any
-
-
-@cache
-def _flags(cls: type) -> tuple[frozenset[str], tuple[_Flag, ...]]:
-    """A config class's field names, and its command-line flags in argv order (once per class: rendering
-    10,000 job scripts must not walk the dataclass fields 10,000 times)."""
-    fs = fields(cls)  # type: ignore[arg-type]
-    # Keyword-only fields (mixed-in groups such as AllreduceSizes) after the point's own.
-    flags = tuple(_Flag(f.name, f"--{f.name.replace('_', '-')}", bool(f.metadata.get("omit_default")), f.default)
-                  for f in sorted(fs, key=lambda f: f.kw_only))
-    return frozenset(f.name for f in fs) - {"out"}, flags
+@cache  # once per kind: rendering 10,000 job scripts asks 10,000 times
+def rank_params(kind: str) -> tuple[Param, ...]:
+    """The declared parameters a rank of ``kind`` is given, in declaration order."""
+    return tuple(p for p in PARAMS if p.applies(kind) and p.ranks)
 
 
 class RankConfig:
-    """Round trip Point -> argv -> config, for the dataclass of any workload."""
+    """Round trip Point -> argv -> config, for the config of any workload kind."""
 
-    prog = "python -m hpcbench.workloads"
+    kind: str
+    out: str
+    point_id: str
+    label: str
 
     @classmethod
-    def from_point(cls, p: Point, out: str, **overrides: Any) -> Any:
-        names = _flags(cls)[0]
-        kw = {k: v for k, v in p.to_dict().items() if k in names}
+    def from_point(cls, point: Any, out: str, **overrides: Any) -> Any:
+        kw = {p.name: getattr(point, p.name) for p in rank_params(cls.kind)}
         kw.update(overrides)
-        return cls(out=out, point_id=p.id, **kw)
+        return cls(out=out, point_id=point.id, label=point.label, **kw)
+
+    def params(self) -> dict[str, Any]:
+        """The parameters this rank ran with (the record keeps them)."""
+        return {p.name: getattr(self, p.name) for p in rank_params(self.kind)}
 
     def to_argv(self) -> list[str]:
-        argv = []
-        for f in _flags(type(self))[1]:
-            value = getattr(self, f.name)
-            if f.omit_default and value == f.default:
-                continue
-            argv += [f.flag, str(value)]
+        argv = ["--out", self.out, "--point-id", self.point_id, "--label", self.label]
+        for p in rank_params(self.kind):
+            value = getattr(self, p.name)
+            if p.stated(value):
+                argv += [_flag(p.name), str(value)]
         return argv
 
     @classmethod
     def from_argv(cls, argv: list[str] | None) -> Any:
-        ap = argparse.ArgumentParser(prog=cls.prog, description=f"One rank of an hpcbench point ({cls.__name__}).")
+        ap = argparse.ArgumentParser(prog=f"python -m {MODULE[cls.kind]}",
+                                     description=f"One rank of an hpcbench {cls.kind} point.")
         for f in fields(cls):  # type: ignore[arg-type]
-            kind: Any = _PARSERS.get(str(f.type), str)
+            p = BY_NAME.get(f.name)
+            kind: Any = str if p is None else (_bool if p.type is bool else p.type)
             required = f.default is MISSING
-            ap.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, required=required,
-                            **({} if required else {"default": f.default}))
+            ap.add_argument(_flag(f.name), dest=f.name, type=kind, required=required,
+                            help=p.doc if p else None, **({} if required else {"default": f.default}))
         return cls(**vars(ap.parse_args(argv)))
 
 
-@dataclass(frozen=True)
-class TrainConfig(RankConfig):
-    out: str  # the point's folder
-    point_id: str
-    label: str
-    model: str
-    backend: str
-    device: str
-    batch_size: int
-    steps: int
-    warmup_steps: int
-    lr: float
-    nodes: int
-    ranks_per_node: int
-    framework: str = "ddp"
-    data: str = "synthetic"
-    timeout_s: int = 600  # process-group timeout: a broken peer ends the job instead of hanging it
-    # Issue 3's keys: on the command line only when not at their default, so that job scripts of
-    # plain DDP points read as before.
-    data_dir: str | None = field(default=None, metadata={"omit_default": True})
-    scaling: str = field(default="weak", metadata={"omit_default": True})
-    global_batch_size: int | None = field(default=None, metadata={"omit_default": True})
-    lr_scaling: bool = field(default=True, metadata={"omit_default": True})
-    checkpoint: bool = field(default=False, metadata={"omit_default": True})
-    timeline: bool = field(default=False, metadata={"omit_default": True})
-    comm_split: bool = field(default=True, metadata={"omit_default": True})
-    # Fault injection (issue 6): this rank fails at fail_step (0: never joins); < 0: off. Kept out of
-    # ordinary job scripts.
-    fail_rank: int = field(default=-1, metadata={"omit_default": True})
-    fail_step: int = field(default=1, metadata={"omit_default": True})
-
-    prog = "python -m hpcbench.workloads.train"
-
-    @classmethod
-    def from_point(cls, p: Point, out: str, **overrides: Any) -> TrainConfig:
-        # The sweep's init_timeout_s is the ranks' process-group timeout.
-        return super().from_point(p, out, **{"timeout_s": p.init_timeout_s, **overrides})
+def _config(kind: str) -> type[RankConfig]:
+    cls = make_dataclass(f"{kind.capitalize()}Config",
+                         [("out", str), ("point_id", str), ("label", str),
+                          *((p.name, p.annotation, field(default=p.default)) for p in rank_params(kind))],
+                         bases=(RankConfig,), frozen=True, namespace={"kind": kind})
+    cls.__module__ = __name__
+    cls.__doc__ = f"What every rank of a {kind} point runs with."
+    return cls
 
 
-@dataclass(frozen=True)
-class AllreduceConfig(RankConfig, AllreduceSizes):
-    out: str
-    point_id: str
-    label: str
-    framework: str
-    backend: str
-    device: str
-    nodes: int
-    ranks_per_node: int
-    timeout_s: int = 300  # start-up and collective timeout: a missing peer ends the job instead of hanging it
-
-    prog = "python -m hpcbench.workloads.allreduce"
+CONFIGS: dict[str, type[RankConfig]] = {kind: _config(kind) for kind in KINDS}
+TrainConfig: Any = CONFIGS["train"]
+AllreduceConfig: Any = CONFIGS["allreduce"]

@@ -11,16 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hpcbench.errors import HpcbenchError
-from hpcbench.workloads.models import ModelInfo
+from hpcbench.errors import DataFetchError
+from hpcbench.vocab import ModelInfo
 
 # Normalisation constants of the torchvision / Horovod examples.
 _NORMALIZE = {"mnist": ((0.1307,), (0.3081,)),
               "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616))}
-
-
-class DataFetchError(HpcbenchError):
-    pass
 
 
 def dataset(name: str, root: str | Path, train: bool = True) -> Any:

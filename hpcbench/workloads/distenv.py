@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from hpcbench import proc
 
 # A job's listening ports live below Linux's default ephemeral range (32768-60999): any process's
 # outgoing connections (Gloo pairs, slurmd RPCs) may already hold a port in there, which made a
@@ -76,11 +77,10 @@ def resolve_addr(name: str) -> str:
         return socket.gethostbyname(name)
     except OSError:
         pass
-    try:
-        out = subprocess.run(["scontrol", "show", "node", name], capture_output=True, check=False, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise RuntimeError(f"cannot resolve rendezvous host {name!r}: not in DNS, and scontrol failed ({e})") from None
-    m = re.search(r"\bNodeAddr=(\S+)", out)
+    ran = proc.run(["scontrol", "show", "node", name], timeout=30)
+    if ran.problem:
+        raise RuntimeError(f"cannot resolve rendezvous host {name!r}: not in DNS, and {ran.why()}")
+    m = re.search(r"\bNodeAddr=(\S+)", ran.stdout)
     if not m:
         raise RuntimeError(f"cannot resolve rendezvous host {name!r}: not in DNS and not a Slurm node")
     addr = m.group(1)

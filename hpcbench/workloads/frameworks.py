@@ -28,11 +28,11 @@ import socket
 import time
 from typing import Any
 
-from hpcbench.workloads.common import BackendUnavailable, init_process_group
+from hpcbench.errors import BackendUnavailable
+from hpcbench.vocab import HOROVOD_MAP
+from hpcbench.workloads.common import init_process_group
 from hpcbench.workloads.config import TrainConfig
 from hpcbench.workloads.distenv import DistEnv, side_port
-
-HOROVOD_MAP = {"mpi": ("mpi", "mpi"), "gloo": ("gloo", "gloo"), "nccl": ("mpi", "mpi"), "oneccl": ("mpi", "ccl")}
 
 
 class Framework:
@@ -66,7 +66,7 @@ class DDP(Framework):
         if cfg.backend == "oneccl":
             import oneccl_bindings_for_pytorch  # noqa: F401  (registers the "ccl" process group)
         # Availability was checked by common.require(); a missing peer times out, never hangs.
-        init_process_group(cfg.backend, env, cfg.timeout_s)
+        init_process_group(cfg.backend, env, cfg.init_timeout_s)
         self._dist = dist
 
     def wrap(self, model: Any, opt: Any) -> tuple[Any, Any]:
@@ -121,7 +121,7 @@ class Horovod(Framework):
         local_size = cfg.ranks_per_node
         os.environ.update({
             "HOROVOD_GLOO_RENDEZVOUS_ADDR": env.master_addr, "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
-            "HOROVOD_GLOO_TIMEOUT_SECONDS": str(cfg.timeout_s),
+            "HOROVOD_GLOO_TIMEOUT_SECONDS": str(cfg.init_timeout_s),
             "HOROVOD_RANK": str(env.rank), "HOROVOD_SIZE": str(env.world_size),
             "HOROVOD_LOCAL_RANK": str(env.local_rank), "HOROVOD_LOCAL_SIZE": str(local_size),
             "HOROVOD_CROSS_RANK": str(env.node_rank), "HOROVOD_CROSS_SIZE": str(env.nnodes),
@@ -139,7 +139,7 @@ class Horovod(Framework):
                                   env.world_size, local_size, env.nnodes) for r in range(env.world_size)])
             threading.Thread(target=server.serve_forever, daemon=True, name="hvd-rendezvous").start()
             return server
-        deadline = time.monotonic() + cfg.timeout_s
+        deadline = time.monotonic() + cfg.init_timeout_s
         while True:
             try:
                 socket.create_connection((env.master_addr, port), timeout=5).close()
@@ -147,7 +147,7 @@ class Horovod(Framework):
             except OSError as e:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"no Horovod Gloo rendezvous at {env.master_addr}:{port} after "
-                                       f"{cfg.timeout_s}s ({e}); did rank 0 start?") from None
+                                       f"{cfg.init_timeout_s}s ({e}); did rank 0 start?") from None
                 time.sleep(0.2)
 
     def wrap(self, model: Any, opt: Any) -> tuple[Any, Any]:

@@ -7,11 +7,11 @@ record says why it has no GPU figures instead of showing zeros.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 from collections.abc import Callable
 
-from hpcbench.schema import GpuUtil
+from hpcbench import proc
+from hpcbench.records import GpuUtil
 
 INTERVAL_S = 0.1
 
@@ -35,8 +35,10 @@ def _smi_reader(index: int) -> Callable[[], tuple[float, float]]:
             "--format=csv,noheader,nounits"]
 
     def read() -> tuple[float, float]:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True).stdout
-        util, mem = (float(v) for v in out.strip().splitlines()[0].split(","))
+        ran = proc.run(argv, timeout=10)
+        if not ran.ok:
+            raise RuntimeError(ran.why())
+        util, mem = (float(v) for v in ran.stdout.strip().splitlines()[0].split(","))
         return util, mem
 
     return read
@@ -63,11 +65,10 @@ class GpuSampler:
             else:
                 self.reason = f"no NVML ({type(e).__name__}: {e}) and no nvidia-smi on PATH"
 
-    def _loop(self) -> None:
-        assert self._read is not None
+    def _loop(self, read: Callable[[], tuple[float, float]]) -> None:
         while not self._stop.is_set():
             try:
-                self.samples.append(self._read())
+                self.samples.append(read())
             except Exception as e:  # noqa: BLE001  a failing tool stops sampling; the reason is kept
                 self.reason = f"{self.source} failed while sampling: {e}"
                 return
@@ -75,7 +76,7 @@ class GpuSampler:
 
     def __enter__(self) -> GpuSampler:  # noqa: PYI034
         if self._read is not None:
-            self._thread = threading.Thread(target=self._loop, daemon=True, name="hpcbench-gpumon")
+            self._thread = threading.Thread(target=self._loop, args=(self._read,), daemon=True, name="hpcbench-gpumon")
             self._thread.start()
         return self
 

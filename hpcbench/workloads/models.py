@@ -1,42 +1,13 @@
-"""Model registry. The table is plain data so that planning can validate names without torch."""
+"""The models a training point can run: ``build_model(name)`` for each name of the registry (vocab.MODELS)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-LSTM_VOCAB = 10000  # the Penn Treebank vocabulary size of the classic word-level LM
-LSTM_SEQ_LEN = 35
+from hpcbench.vocab import LSTM_VOCAB, MODELS
+
 LSTM_EMBED = 200
 LSTM_HIDDEN = 200
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    name: str
-    input_shape: tuple[int, ...]  # one sample, channels first
-    num_classes: int  # for a language model: the vocabulary, predicted at every position
-    description: str
-    tokens: bool = False  # input is token ids of shape input_shape (sequence length), not floats
-
-
-MODELS: dict[str, ModelInfo] = {
-    m.name: m
-    for m in (
-        ModelInfo("mlp", (1, 28, 28), 10, "two-layer perceptron on 28x28 inputs; tiny, for smoke tests"),
-        ModelInfo("mnist_cnn", (1, 28, 28), 10, "the CNN of Horovod's pytorch_mnist example"),
-        ModelInfo("resnet18", (3, 224, 224), 1000, "torchvision ResNet-18, ImageNet shape"),
-        ModelInfo("resnet50", (3, 224, 224), 1000, "torchvision ResNet-50, ImageNet shape"),
-        ModelInfo("resnet101", (3, 224, 224), 1000, "torchvision ResNet-101, ImageNet shape"),
-        ModelInfo("cifar_resnet18", (3, 32, 32), 10, "ResNet-18 for CIFAR-10: 3x3 stem, no max-pool"),
-        ModelInfo("lstm_lm", (LSTM_SEQ_LEN,), LSTM_VOCAB, "LSTM language model: embedding, 2-layer LSTM, "
-                  "linear over the vocabulary; few FLOPs per parameter, so communication weighs more than in CNNs",
-                  tokens=True),
-    )
-}
-
-# One sample of each real data set, as the models above take it.
-DATASET_SHAPES: dict[str, tuple[int, ...]] = {"mnist": (1, 28, 28), "cifar10": (3, 32, 32)}
 
 
 def build_model(name: str) -> Any:

@@ -36,18 +36,17 @@ mpirun -np 4 --map-by socket --bind-to socket -x NCCL_DEBUG \
     --out /scratch/runs/scaling-golden/points/gloo-mnist_cnn-b32-n2x2-5aa65fcd02 \
     --point-id 5aa65fcd02 \
     --label gloo-mnist_cnn-b32-n2x2 \
-    --model mnist_cnn \
+    --framework ddp \
     --backend gloo \
-    --device cpu \
+    --model mnist_cnn \
     --batch-size 32 \
-    --steps 20 \
-    --warmup-steps 5 \
-    --lr 0.01 \
     --nodes 2 \
     --ranks-per-node 2 \
-    --framework ddp \
+    --device cpu \
     --data synthetic \
-    --timeout-s 600
+    --steps 20 \
+    --warmup-steps 5 \
+    --lr 0.01
 rc=$?
 echo "$rc" > /scratch/runs/scaling-golden/points/gloo-mnist_cnn-b32-n2x2-5aa65fcd02/exitcode
 exit "$rc"

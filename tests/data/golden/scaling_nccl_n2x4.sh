@@ -36,18 +36,17 @@ srun --ntasks=8 --ntasks-per-node=4 --cpu-bind=sockets \
     --out /scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481 \
     --point-id 64a670f481 \
     --label nccl-resnet50-b64-n2x4 \
-    --model resnet50 \
+    --framework ddp \
     --backend nccl \
-    --device cuda \
+    --model resnet50 \
     --batch-size 64 \
-    --steps 50 \
-    --warmup-steps 10 \
-    --lr 0.01 \
     --nodes 2 \
     --ranks-per-node 4 \
-    --framework ddp \
+    --device cuda \
     --data synthetic \
-    --timeout-s 600
+    --steps 50 \
+    --warmup-steps 10 \
+    --lr 0.01
 rc=$?
 echo "$rc" > /scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481/exitcode
 exit "$rc"

@@ -1,0 +1,48 @@
+"""The one shape of every conclusion hpcbench draws (doctor, check, the report): a claim, its
+evidence, the size of its effect where it can be estimated, and the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from hpcbench.vocab import ERROR, SEVERITIES
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # one of vocab.SEVERITIES: error | warning | info | ok
+    rule: str  # a short name for what was checked: socket-with-ib, slurm, accounting, ...
+    claim: str  # what is true, in one sentence
+    fix: str | None = None  # what to do about it
+    evidence: str | None = None  # where it shows: a file and line, or a record field and its value
+    effect: str | None = None  # how much it costs, where that can be estimated
+    subject: str | None = None  # what it is about: a log file, a point, an area of the installation
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r} (one of: {', '.join(SEVERITIES)})")
+
+    @property
+    def fails(self) -> bool:
+        """An error: the command that found it exits 1."""
+        return self.severity == ERROR
+
+    def about(self, subject: str) -> Finding:
+        """This finding, about ``subject`` unless it already names one."""
+        return self if self.subject else replace(self, subject=subject)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def worst(findings: Iterable[Finding]) -> str | None:
+    """The most severe severity among ``findings``, or None for none."""
+    present = {f.severity for f in findings}
+    return next((s for s in SEVERITIES if s in present), None)
+
+
+def rank(f: Finding) -> int:
+    """0 for the most severe: sort findings with this."""
+    return SEVERITIES.index(f.severity)

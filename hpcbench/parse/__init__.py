@@ -1,0 +1,14 @@
+"""Log intelligence: NCCL, nccl-tests, Horovod and hpcbench records from any log (``hpcbench parse``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def parse_file(path: Any) -> dict[str, Any]:
+    from hpcbench.parse.api import parse_file as _parse_file
+
+    return _parse_file(path)
+
+
+__all__ = ["parse_file"]

@@ -1,0 +1,247 @@
+"""What NCCL's INFO/WARN lines say: version, network, transports per edge, hosts, NVLS/CollNet use.
+
+Transport names are normalised as in tests/data/logs/EXPECTED.json ``_schema``: the text after
+``via`` without device index, proxy rank, ``/read``, ``(PCI)`` or ``/Shared``; ``/GDRDMA`` stays.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from hpcbench.parse.prefixes import Line
+
+VERSION = re.compile(r"NCCL version (\S+)")
+USING_NETWORK = re.compile(r"Using (?:network|internal Network) (.+?)\s*$")
+IB_USING = re.compile(r"NET/IB ?: ?Using \[")
+IB_DEVICE = re.compile(r"\[\d+\]\s?([\w.-]+):\d+/(IB|RoCE)")
+IB_NODEV = re.compile(r"NET/IB ?: ?No device found")
+SOCKET_USING = re.compile(r"NET/Socket ?: ?Using \[")
+IB_IFACE = re.compile(r"(?:^|[\s\]])(ib[\w.]*|ibp[\w.]*|ibs[\w.]*):\d")
+EDGE = re.compile(r"(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[^\]]*\])?(?: -> (\d+)(?:\[[^\]]*\])?)?"
+                  r"(?: \[(send|receive)\])?\s+via\s+(.+?)\s*$")
+COLL_EDGE = re.compile(r"(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+)(?:\[[^\]]*\])? \[(send|receive)\]\s+via\s+(.+?)\s*$")
+NRANKS = re.compile(r"\brank (\d+) n[Rr]anks (\d+)|\bn[Rr]anks[ :=]+(\d+)")
+NVLS_CHANNELS = re.compile(r"(\d+) nvls channels|nvls channels:\s*(\d+)")
+NVLS_USED = re.compile(r"NVLS comm 0x|Connected NVLS")
+COLLNET_USED = re.compile(r"Connected (?:CollNet|collnet)|CollNet channels connected")
+NEVER_HOST = re.compile(r"\d+\.\d+\.\d+\.\d+$")
+INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS")
+
+_DEV_INDEX = re.compile(r"/\d+(?:\(\d+\))?(?=/|$)")
+
+
+def _warn_key(text: str) -> str:
+    """The same WARN from 64 ranks differs only in numbers (ranks, addresses, ports)."""
+    return re.sub(r"0x[0-9a-fA-F]+|\d+", "#", text)
+
+
+@functools.lru_cache(maxsize=4096)
+def normalise(raw: str) -> str:
+    """'NET/IB/0/GDRDMA(PCI)' -> 'NET/IB/GDRDMA', 'P2P/direct pointer/read' -> 'P2P/direct', ..."""
+    t = raw.strip().rstrip(".,;")
+    if t.startswith("COLLNET"):
+        return "CollNet"
+    if t.startswith(("SHM", "direct shared memory")):
+        return "SHM"
+    if t.startswith("NVLS"):
+        return "NVLS"
+    t = t.replace("(PCI)", "").replace("/Shared", "")
+    if t.startswith("P2P/"):
+        kind = t[4:].split("/")[0].split("[")[0]
+        if kind.startswith("direct pointer") or kind == "direct":
+            return "P2P/direct"
+        return "P2P/" + kind.strip()
+    if t.startswith("NET/"):
+        body = _DEV_INDEX.sub("", t[4:])
+        parts = [p for p in body.split("/") if p and p not in ("read",)]
+        name = parts[0] if parts else ""
+        return "NET/" + name + ("/GDRDMA" if "GDRDMA" in parts[1:] else "")
+    return t
+
+
+class NcclState:
+    """Accumulates facts line by line; ``result()`` gives the issue's ``nccl`` object."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.version: str | None = None
+        self.net_selected: str | None = None  # from 'Using network X' / 'Using internal Network X'
+        self.ib_using = False
+        self.ib_failed = False
+        self.socket_using = False
+        self.ib_devices: dict[str, None] = {}
+        self.link_layers: set[str] = set()
+        self.ib_ifaces: dict[str, None] = {}
+        self.hosts: set[str] = set()
+        self.raw_transports: dict[str, None] = {}
+        self.net_counts: dict[str, int] = {}
+        self.nranks: int | None = None
+        self.rank_hosts: dict[int, set[str]] = {}
+        self.nvls = False
+        self.collnet = False
+        self.edges: dict[tuple[int, int, int, str], dict[str, Any]] = {}
+        self.warns: dict[str, dict[str, Any]] = {}
+
+    def add_host(self, host: str) -> None:
+        if not NEVER_HOST.match(host):
+            self.hosts.add(host)
+
+    def rank_on(self, rank: int, host: str | None) -> None:
+        if host:
+            self.rank_hosts.setdefault(rank, set()).add(host)
+
+    def feed(self, ln: Line) -> None:
+        msg = ln.msg
+        if ln.host:
+            self.seen = True
+            self.add_host(ln.host)
+        if ln.level:
+            self.seen = True
+            if ln.level == "WARN":
+                self._warn(ln)
+        if "NCCL version" in ln.text and self.version is None:
+            m = VERSION.search(ln.text)
+            if m:
+                self.version = m.group(1)
+                self.seen = True
+        if "via" in msg:
+            self._edge(ln)
+        if "Using" in msg:
+            m = USING_NETWORK.search(msg)
+            if m and self.net_selected is None and (ln.level or ln.host or msg.startswith("Using")):
+                self.net_selected = m.group(1)
+                self.seen = True
+            if IB_USING.search(msg):
+                self.ib_using = True
+                self.seen = True
+            if SOCKET_USING.search(msg):
+                self.socket_using = True
+            if "ib" in msg:
+                for m in IB_IFACE.finditer(msg):
+                    self.ib_ifaces[m.group(1)] = None
+        if "NET/IB" in msg:
+            self.seen = True
+            for m in IB_DEVICE.finditer(msg):
+                self.ib_devices[m.group(1)] = None
+                self.link_layers.add(m.group(2))
+            if IB_NODEV.search(msg):
+                self.ib_failed = True
+        if "anks" in msg:
+            m = NRANKS.search(msg)
+            if m:
+                if m.group(1) is not None:
+                    n = int(m.group(2))
+                    self.rank_on(int(m.group(1)), ln.host)
+                else:
+                    n = int(m.group(3))
+                self.nranks = max(self.nranks or 0, n)
+        if "nvls" in msg or "NVLS" in msg:
+            m = NVLS_CHANNELS.search(msg)
+            if (m and int(m.group(1) or m.group(2)) > 0) or NVLS_USED.search(msg):
+                self.nvls = True
+        if ("ollNet" in msg or "ollnet" in msg) and COLLNET_USED.search(msg):
+            self.collnet = True
+
+    def _warn(self, ln: Line) -> None:
+        text = ln.msg.strip()
+        key = _warn_key(text)
+        w = self.warns.get(key)
+        if w is None:
+            self.warns[key] = {"message": text, "count": 1, "first_host": ln.host, "first_rank": ln.rank}
+        else:
+            w["count"] += 1
+
+    def count_warn(self, text: str, n: int) -> None:
+        """More copies of a WARN already read (the fast path counts them without reading each)."""
+        w = self.warns.get(_warn_key(text.strip()))
+        if w is not None:
+            w["count"] += n
+
+    def _edge(self, ln: Line) -> None:
+        msg = ln.msg
+        m = EDGE.search(msg)
+        if m:
+            ch, a, b, direction, raw = m.groups()
+            self._transport(raw)
+            if b is None:
+                return
+            src, dst, chan = int(a), int(b), int(ch)
+            t = normalise(raw)
+            key = (src, dst, chan, t)
+            if key not in self.edges:
+                self.edges[key] = {"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw,
+                                   "host": ln.host, "scope": None, "_dir": direction}
+            printer = dst if direction == "receive" else src
+            self.rank_on(printer, ln.host)
+            return
+        m = COLL_EDGE.search(msg)
+        if m:
+            self._transport(m.group(4))
+            self.collnet = True
+
+    def _transport(self, raw: str) -> None:
+        self.seen = True
+        self.raw_transports[raw] = None
+        t = normalise(raw)
+        if t == "CollNet":
+            self.collnet = True
+        if t.startswith("NET/"):
+            name = t[4:].removesuffix("/GDRDMA")
+            self.net_counts[name] = self.net_counts.get(name, 0) + 1
+
+    def network(self) -> tuple[str | None, str | None]:
+        if self.net_selected:
+            return self.net_selected, "selection_line"
+        if self.ib_using and not self.ib_failed:
+            return "IB", "selection_line"
+        if self.ib_failed and self.socket_using:
+            return "Socket", "selection_line"
+        if self.net_counts:
+            return max(self.net_counts, key=lambda k: self.net_counts[k]), "transport_lines"
+        return None, None
+
+    def host_of(self, rank: int) -> str | None:
+        hs = self.rank_hosts.get(rank)
+        return next(iter(hs)) if hs and len(hs) == 1 else None
+
+    def result(self) -> dict[str, Any] | None:
+        if not self.seen:
+            return None
+        transports = {normalise(r) for r in self.raw_transports}
+        if self.nvls:
+            transports.add("NVLS")
+        if self.collnet:
+            transports.add("CollNet")
+        edges = []
+        for stored in self.edges.values():
+            e = dict(stored)
+            direction = e.pop("_dir")
+            hs, hd = self.host_of(e["src"]), self.host_of(e["dst"])
+            if hs and hd:
+                e["scope"] = "intra" if hs == hd else "inter"
+            elif direction and e["transport"].startswith("NET/"):
+                e["scope"] = "inter"
+            elif e["transport"].startswith(INTRA_ONLY):
+                e["scope"] = "intra"
+            edges.append(e)
+        edges.sort(key=lambda e: (e["channel"], e["src"], e["dst"], e["transport"]))
+        network, source = self.network()
+        link = ("IB+RoCE" if len(self.link_layers) > 1 else next(iter(self.link_layers))) if self.link_layers else None
+        return {
+            "version": self.version,
+            "network": network,
+            "network_source": source,
+            "transports": sorted(transports),
+            "transports_raw": sorted(self.raw_transports),
+            "hosts": sorted(self.hosts),
+            "nranks": self.nranks,
+            "nvls_used": self.nvls,
+            "collnet_used": self.collnet,
+            "ib_link_layer": link,
+            "ib_devices": list(self.ib_devices) + [i for i in self.ib_ifaces if i not in self.ib_devices],
+            "edges": edges,
+            "warnings": [w["message"] for w in self.warns.values()],
+            "warn_details": list(self.warns.values()),
+        }

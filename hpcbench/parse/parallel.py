@@ -1,0 +1,112 @@
+"""Worker processes for the fast path's byte work on big files. Each worker reads its chunks itself
+(pread), so no chunk crosses a pipe; only the lines the line path must read come back, in file order.
+
+A worker remembers the messages it handed on, not those of the other workers; the scanner drops the
+ones it has already read (``Scanner.apply``). As chunks are handed out in file order, whatever a
+worker has seen, the scanner has read before, so no first occurrence is lost.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+from collections.abc import Iterator
+from itertools import pairwise
+from multiprocessing.pool import Pool
+from typing import BinaryIO
+
+from hpcbench.parse import fastpath
+
+JOBS_ENV = "HPCBENCH_PARSE_JOBS"  # worker processes for big files; 1 reads them in one process
+
+_seen = fastpath.Seen()  # each worker's own, made afresh by _start
+_fd = -1
+
+
+def jobs() -> int:
+    """Worker processes: HPCBENCH_PARSE_JOBS, else the CPUs that are idle, at most 2 (each holds ~50 MB
+    resident, and all of them together stay within the 200 MB goal). On a busy machine workers gain no
+    time and cost some (each reads its first chunks' messages as new)."""
+    if multiprocessing.current_process().daemon:
+        return 1  # a pool's worker may not start processes of its own
+    env = os.environ.get(JOBS_ENV, "")
+    if env.isdigit():
+        return max(int(env), 1)
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        idle = n - os.getloadavg()[0]
+    except OSError:
+        idle = n
+    return max(1, min(n, 2, int(idle + 0.5)))
+
+
+def line_bounds(f: BinaryIO, size: int, chunk: int, max_line: int) -> list[tuple[int, int]] | None:
+    """(start, end) of spans of whole lines of about ``chunk`` bytes; None when a cut finds no newline
+    within ``max_line`` bytes (the one-process reader cuts such a line, and so must read it)."""
+    cuts = [0]
+    pos = cuts[0] + chunk
+    while pos < size:
+        f.seek(pos - 1)
+        got = 0
+        while True:
+            window = f.read(min(64 << 10, max_line - got))
+            nl = window.find(b"\n")
+            if nl >= 0:
+                break
+            got += len(window)
+            if not window or got >= max_line:
+                return None
+        cut = pos + got + nl  # just after the newline that ends the line holding byte pos - 1
+        if cut >= size:
+            break
+        cuts.append(cut)
+        pos = cut + chunk
+    cuts.append(size)
+    return list(pairwise(cuts))
+
+
+def _start(path: str) -> None:
+    global _seen, _fd
+    _seen, _fd = fastpath.Seen(), os.open(path, os.O_RDONLY)
+
+
+def _work(span: tuple[int, int], chunk: int, fast_min: int) -> fastpath.Parts | None:
+    """A span read in chunks of about ``chunk`` bytes (they stay in the CPU cache across passes); None
+    where no chunk is NCCL-dominated (or the file changed), and the scanner reads the span itself."""
+    a, b = span
+    data = os.pread(_fd, b - a, a)
+    if len(data) != b - a:
+        return None
+    end = len(data) - 1 if data.endswith(b"\n") else len(data)
+    parts: fastpath.Parts = []
+    fast = False
+    lo = 0
+    while lo < end:
+        hi = data.rfind(b"\n", lo, lo + chunk) if lo + chunk < end else end
+        if hi <= lo:  # a line longer than a chunk
+            hi = data.find(b"\n", lo + chunk, end)
+            hi = end if hi < 0 else hi
+        got = fastpath.read_span(data, lo, hi, _seen, fast_min)
+        fast = fast or got is not None
+        parts += [("text", data[lo:hi])] if got is None else got
+        lo = hi + 1
+    return parts if fast else None
+
+
+def start(path: str, n: int) -> Pool | None:
+    """A pool of ``n`` workers reading ``path``; None where processes cannot be started."""
+    try:
+        return multiprocessing.get_context("fork").Pool(n, initializer=_start, initargs=(path,))
+    except (OSError, ValueError):
+        return None
+
+
+def extracted(pool: Pool, bounds: list[tuple[int, int]], chunk: int, fast_min: int
+              ) -> Iterator[tuple[tuple[int, int], fastpath.Parts | None]]:
+    """Each span with what its worker found, in file order; the pool is closed at the end."""
+    with pool:
+        yield from zip(bounds, pool.imap(functools.partial(_work, chunk=chunk, fast_min=fast_min), bounds))

@@ -1,0 +1,48 @@
+"""hpcbench result records printed into a log (one JSON object per line) or a result.json itself."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hpcbench import records
+from hpcbench.errors import SchemaError
+
+MARK = "hpcbench.result/"
+
+
+def _is_result(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("schema"), str) and doc["schema"].startswith(MARK)
+
+
+def from_line(text: str, warnings: list[str]) -> dict[str, Any] | None:
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        doc = json.loads(text[start:])
+    except ValueError:
+        warnings.append(f"a line mentions {MARK} but is not a complete JSON record")
+        return None
+    return _checked(doc, warnings)
+
+
+def from_document(data: bytes, warnings: list[str]) -> list[dict[str, Any]]:
+    """A whole file that is one JSON record or a list of them (pretty-printed result.json)."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return []
+    docs = doc if isinstance(doc, list) else [doc]
+    return [d for d in (_checked(x, warnings) for x in docs) if d is not None]
+
+
+def _checked(doc: Any, warnings: list[str]) -> dict[str, Any] | None:
+    if not _is_result(doc):
+        return None
+    try:
+        records.check(doc, records.RESULT, "record")
+    except SchemaError as e:
+        warnings.append(str(e))
+        return None
+    return doc

@@ -1,0 +1,196 @@
+"""THE declaration of every measurement parameter, and of the sweep's scheduler settings.
+
+A measurement parameter is declared once, here: its name, default, check, which workloads it means
+something for, whether it may be a [matrix] axis, whether it reaches the ranks' command line, and how
+the report groups by it. Everything else is derived from this table: the [workload] and [matrix]
+checks and defaults (spec.py), the Point and its id (expand.py), the ranks' configs and argv
+(workloads/config.py), the record reader and the report's grouping keys (report/). Adding a
+parameter is one entry here plus its use in a workload.
+
+The rule that ties them: a parameter is part of a point's id exactly when it reaches that point's
+ranks (or shapes its job: counts, the workload kind, the repeat), so an id never changes for a value
+that has no effect, and a value that has an effect always changes the id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any
+
+from hpcbench.plan import checks as c
+from hpcbench.vocab import BACKENDS, CPU_BINDS, DATA, DEVICES, DTYPES, FRAMEWORKS, KINDS, LAUNCHERS, MODELS, SCALING
+
+ALL_KINDS = frozenset(KINDS)
+TRAIN = frozenset({"train"})
+ALLREDUCE = frozenset({"allreduce"})
+ROLES = ("series", "layout", "procedure", "repeat")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: Any
+    check: c.Checker
+    doc: str
+    type: type = str  # how the ranks' command line reads it: int, float, bool or str
+    optional: bool = False  # None (unset) is a value
+    kinds: frozenset[str] = ALL_KINDS  # the workloads it means something for: only there is it in the id and argv
+    where: str = "workload"  # a [workload] key (also an axis if `axis`); "matrix": an axis only; "derived": by expand
+    axis: bool = False  # may be a [matrix] axis
+    ranks: bool = True  # on the ranks' command line; False: the job itself uses it (counts, module, repeat)
+    # Added after the first release: in the id and on the command line only when not at its default,
+    # so that every point of an older sweep keeps its id and plain job scripts stay short.
+    quiet: bool = False
+    # How the report groups: "series" (what a curve is of), "layout" (where on the curve),
+    # "procedure" (how it was measured), "repeat".
+    role: str = "procedure"
+    column: str | None = None  # header in the plan table, when it is shown there
+    unknown: Any = None  # what a report row takes when its source (a foreign log) does not show it
+
+    def applies(self, kind: str) -> bool:
+        return kind in self.kinds
+
+    def stated(self, value: Any) -> bool:
+        """Whether ``value`` goes into the id and the command line (a quiet key at its default does not)."""
+        return not (self.quiet and value == self.default)
+
+    @property
+    def annotation(self) -> Any:
+        return self.type | None if self.optional else self.type
+
+
+PARAMS: tuple[Param, ...] = (
+    # The axes first, in the order the matrix product runs through them.
+    Param("framework", "ddp", c.choice(FRAMEWORKS, "framework"), "ddp | horovod | none", axis=True, role="series",
+          unknown="?"),
+    Param("backend", "gloo", c.choice(BACKENDS, "backend"), "communication backend", axis=True, role="series",
+          column="backend", unknown="?"),
+    Param("model", "mlp", c.choice(MODELS, "model"), "what trains (for a collective benchmark: the collective)",
+          kinds=TRAIN, axis=True, role="series", column="model", unknown="?"),
+    Param("batch_size", 32, c.integer(1), "samples per rank and step", type=int, kinds=TRAIN, axis=True,
+          role="series", column="batch_size"),
+    Param("nodes", 1, c.integer(1), "servers", type=int, where="matrix", axis=True, role="layout", column="nodes"),
+    Param("ranks_per_node", 1, c.integer(1), "processes per server", type=int, where="matrix", axis=True,
+          role="layout", column="ranks_per_node"),
+    Param("gpus_per_node", 0, c.integer(1), "GPUs per server: one rank per GPU (0 on CPU)", type=int,
+          where="matrix", axis=True, ranks=False, role="layout"),
+    Param("kind", "train", c.choice(KINDS, "workload kind"), "which workload runs", ranks=False, role="series",
+          unknown="train"),
+    Param("device", "cpu", c.choice(DEVICES, "device"), "cpu | cuda (one rank per GPU)", role="series", unknown="?"),
+    Param("data", "synthetic", c.choice(DATA, "data source"), "synthetic or a real data set", kinds=TRAIN,
+          role="series"),
+    Param("steps", 20, c.integer(1), "timed steps", type=int, kinds=TRAIN),
+    Param("warmup_steps", 5, c.integer(0), "steps run first, not timed", type=int, kinds=TRAIN),
+    Param("lr", 0.01, c.positive, "learning rate (before lr_scaling)", type=float, kinds=TRAIN),
+    Param("repeat", 0, c.integer(0), "which of [sweep] repeats", type=int, where="derived", ranks=False,
+          role="repeat", unknown=0),
+    Param("init_timeout_s", 600, c.integer(1), "start-up and collective timeout: a lost peer ends the job, "
+          "never hangs it", type=int, quiet=True),
+    Param("data_dir", None, c.string(), "the folder `hpcbench data fetch` filled", optional=True, kinds=TRAIN,
+          quiet=True),
+    Param("scaling", "weak", c.choice(SCALING, "scaling"), "weak: batch_size per rank; strong: global_batch_size "
+          "split over the ranks", kinds=TRAIN, quiet=True, role="series", unknown="weak"),
+    Param("global_batch_size", None, c.integer(1), "strong scaling's batch over all ranks", type=int, optional=True,
+          kinds=TRAIN, quiet=True, role="series"),
+    Param("lr_scaling", True, c.boolean, "lr x world size", type=bool, kinds=TRAIN, quiet=True),
+    Param("checkpoint", False, c.boolean, "rank 0 writes checkpoint.pt at the end", type=bool, kinds=TRAIN,
+          quiet=True),
+    Param("timeline", False, c.boolean, "Horovod timeline into the point folder", type=bool, kinds=TRAIN, quiet=True),
+    Param("comm_split", True, c.boolean, "also time the steps without gradient exchange", type=bool, kinds=TRAIN,
+          quiet=True),
+    Param("fail_rank", -1, c.integer(-1), "fault injection: this rank fails (< 0: off)", type=int, kinds=TRAIN,
+          quiet=True),
+    Param("fail_step", 1, c.integer(0), "... at this step (1-based; 0: before the rendezvous)", type=int,
+          kinds=TRAIN, quiet=True),
+    Param("min_bytes", 8, c.size, "smallest message (nccl-tests -b)", type=int, kinds=ALLREDUCE),
+    Param("max_bytes", 1 << 30, c.size, "largest message (-e)", type=int, kinds=ALLREDUCE),
+    Param("step_factor", 2, c.integer(2), "size factor between messages (-f)", type=int, kinds=ALLREDUCE),
+    Param("dtype", "float32", c.choice(DTYPES, "dtype"), "element type", kinds=ALLREDUCE, role="series"),
+    Param("warmup_iters", 5, c.integer(0), "untimed operations per size (-w)", type=int, kinds=ALLREDUCE),
+    Param("iters", 20, c.integer(1), "timed operations per size (-n)", type=int, kinds=ALLREDUCE),
+)
+BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
+NAMES = tuple(BY_NAME)
+WORKLOAD_KEYS = tuple(p.name for p in PARAMS if p.where == "workload")
+AXES = tuple(p.name for p in PARAMS if p.axis)
+
+
+def names(*roles: str) -> tuple[str, ...]:
+    return tuple(p.name for p in PARAMS if p.role in roles)
+
+
+SERIES = names("series")  # what a curve is of: same values, same curve
+LAYOUT = names("layout")  # where on the curve
+POINT_KEY = (*SERIES, *LAYOUT)  # one point of a study, over its repeats
+
+
+def id_params(values: dict[str, Any]) -> dict[str, Any]:
+    """The values a point's id hashes: each parameter that applies to its kind, unless quiet at its default
+    (a parameter ``values`` leaves out counts as its default)."""
+    kind = values["kind"]
+    given = {p.name: values.get(p.name, p.default) for p in PARAMS if p.applies(kind)}
+    return {n: v for n, v in given.items() if BY_NAME[n].stated(v)}
+
+
+class ParamView:
+    """Attribute access to the declared parameters a report row holds in ``self.params`` (None: unknown)."""
+
+    params: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        if name in BY_NAME:
+            return self.__dict__.get("params", {}).get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+# --- sweep and scheduler settings: not measured, so never part of a point's id -----------------------------------
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    check: c.Checker
+    doc: str
+    type: Any = str
+
+
+def settings_class(name: str, settings: Iterable[Setting], doc: str) -> type:
+    """A frozen dataclass with one field per setting, in order, defaulted."""
+    cls = make_dataclass(name, [(s.name, s.type, field(default=s.default)) for s in settings], frozen=True)
+    cls.__doc__ = doc
+    cls.__module__ = __name__
+    return cls
+
+
+SWEEP = (
+    Setting("name", None, c.string(c.NAME_RE, "a name of letters, digits, '.', '_' and '-'"),
+            "run directories are runs/<name>-<UTC time>; default: the file's name", str | None),
+    Setting("description", "", c.text, "what the study is for"),
+    Setting("repeats", 1, c.integer(1), "each point runs this many times (separate jobs, separate ids)", int),
+)
+
+SLURM = (
+    Setting("partition", None, c.string(), "sbatch --partition", str | None),
+    Setting("account", None, c.string(), "sbatch --account", str | None),
+    Setting("qos", None, c.string(), "sbatch --qos", str | None),
+    Setting("gres", None, c.gres, "the site's GPU request, e.g. gpu:a100:{gpus}; unset: --gpus-per-node", str | None),
+    Setting("time", "00:30:00", c.slurm_time, "time limit per point"),
+    Setting("cpus_per_task", 1, c.integer(1), "cores per rank; also OMP_NUM_THREADS and torch's threads", int),
+    Setting("mem", None, c.string(re.compile(r"\d+[KMGT]?"), "a Slurm memory size such as 16G"), "sbatch --mem",
+            str | None),
+    Setting("launcher", "srun", c.choice(LAUNCHERS, "launcher"), "what starts the ranks"),
+    Setting("mpi", None, c.string(re.compile(r"[A-Za-z0-9_.-]+"), "an srun MPI plugin name (see: srun --mpi=list)"),
+            "srun --mpi plugin; unset: the site's MpiDefault", str | None),
+    Setting("cpu_bind", "sockets", c.choice(CPU_BINDS, "cpu binding"), "srun --cpu-bind / mpirun --bind-to"),
+    Setting("python", None, c.string(), "the ranks' interpreter; unset: the one running hpcbench", str | None),
+    Setting("module_use", (), c.str_list, "`module use` folders, before the loads", tuple[str, ...]),
+    Setting("modules", (), c.str_list, "one `module load` line each, in order", tuple[str, ...]),
+    Setting("env", (), c.env_table, "exported in the job; NCCL_DEBUG=INFO is always set", tuple[tuple[str, str], ...]),
+    Setting("sbatch_args", (), c.sbatch_args, "extra #SBATCH lines (long options only)", tuple[str, ...]),
+    Setting("launcher_args", (), c.str_list, "extra launcher arguments, each quoted", tuple[str, ...]),
+    Setting("max_jobs_in_queue", 0, c.integer(0), "wait while this many of the run's jobs are queued (0: no limit)",
+            int),
+    Setting("pack", False, c.boolean, "run the points as job steps inside one allocation", bool),
+)
+SLURM_BY_NAME = {s.name: s for s in SLURM}

@@ -1,0 +1,192 @@
+"""The one owner of record schemas: names, versions, and the checks that refuse what we do not know.
+
+Every JSON document hpcbench writes carries ``"schema": "<name>/<version>"`` (the pyperf habit),
+so a reader can refuse a record from a future version with a clear message instead of guessing.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from hpcbench.errors import SchemaError
+
+RESULT = "hpcbench.result"
+ERROR = "hpcbench.error"
+PLAN = "hpcbench.plan"
+LEDGER = "hpcbench.ledger"
+PROVENANCE = "hpcbench.provenance"
+
+# name -> versions this code can read. result/2 only adds fields (all defaulted), so /1 still reads.
+KNOWN: dict[str, tuple[int, ...]] = {RESULT: (1, 2), ERROR: (1,), PLAN: (1,), LEDGER: (1,), PROVENANCE: (1,)}
+CURRENT: dict[str, int] = {name: max(v) for name, v in KNOWN.items()}
+
+
+def tag(name: str) -> str:
+    return f"{name}/{CURRENT[name]}"
+
+
+def check(doc: Any, name: str, source: str) -> dict[str, Any]:
+    """Return ``doc`` if it is a ``name`` record of a known version, else raise SchemaError."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
+        raise SchemaError(f"{source}: not an hpcbench record (no \"schema\" field)")
+    got, _, version = doc["schema"].partition("/")
+    if got != name:
+        raise SchemaError(f"{source}: expected a {name} record, found {doc['schema']!r}")
+    if not version.isdigit() or int(version) not in KNOWN[name]:
+        known = ", ".join(f"{name}/{v}" for v in KNOWN[name])
+        raise SchemaError(
+            f"{source}: record version {doc['schema']!r} is not known to this hpcbench (reads: {known})",
+            hint="upgrade hpcbench to read records written by a newer version",
+        )
+    return doc
+
+
+def read_json(path: Path, name: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"{path}: not valid JSON ({e})") from None
+    return check(doc, name, str(path))
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
+def _from_dict(cls: type, doc: dict[str, Any]) -> Any:
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in doc.items() if k in names})
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    rank: int
+    local_rank: int
+    hostname: str
+    slurm_node: str | None  # SLURMD_NODENAME; differs from hostname when slurmds share a host
+    pid: int
+    cpus: list[int]  # CPU affinity in effect
+
+
+@dataclass(frozen=True)
+class GpuUtil:
+    """GPU utilisation sampled during the timed steps, over all GPUs of all ranks."""
+
+    util_mean: float  # percent
+    util_min: float
+    mem_used_mib_max: float
+    samples: int
+    source: str  # "nvml" | "nvidia-smi"
+
+
+@dataclass(frozen=True)
+class AllreduceRow:
+    """One message size of the allreduce benchmark, with nccl-tests' definitions of algbw and busbw."""
+
+    size_bytes: int
+    count: int  # elements
+    dtype: str
+    time_us: float  # mean over iterations, slowest rank
+    algbw_gbps: float  # GB/s = size / time
+    busbw_gbps: float  # algbw * 2 (n-1) / n
+    wrong: int  # elements that differ from the expected sum
+    # The same, out of place (Horovod's allreduce; torch.distributed: copy + in-place). The fields above are in place.
+    oop_time_us: float | None = None
+    oop_algbw_gbps: float | None = None
+    oop_busbw_gbps: float | None = None
+    oop_wrong: int | None = None
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    """What one training point measured. Written once by rank 0, atomically."""
+
+    point_id: str
+    label: str
+    framework: str
+    backend: str
+    model: str
+    device: str
+    batch_size: int  # per rank
+    nodes: int
+    ranks_per_node: int
+    world_size: int
+    warmup_steps: int
+    steps: int
+    step_times_s: list[float]  # per timed step, the slowest rank's time
+    mean_step_time_s: float
+    throughput: float  # samples/s over all ranks = batch_size * world_size / mean step time
+    throughput_per_rank: float
+    ranks: list[RankInfo]
+    started_at: str
+    finished_at: str
+    job_id: str | None
+    measurement: str
+    versions: dict[str, str | None] = field(default_factory=dict)
+    # --- result/2 ---
+    kind: str = "train"  # "train" | "allreduce"
+    data: str = "synthetic"
+    scaling: str = "weak"  # weak: batch_size per rank fixed; strong: global_batch_size fixed
+    global_batch_size: int | None = None
+    lr: float | None = None  # the learning rate used, after scaling
+    lr_scaled: bool | None = None  # whether lr was multiplied by the world size
+    step_time_ci95_s: float | None = None  # half-width of the 95% CI of the mean step time
+    throughput_ci95: float | None = None  # half-width, samples/s over all ranks
+    throughput_per_rank_ci95: float | None = None
+    comm_time_s: float | None = None  # mean communication time per step
+    compute_time_s: float | None = None  # mean compute time per step
+    compute_time_ci95_s: float | None = None  # half-width of the 95% CI of the mean compute time
+    comm_fraction: float | None = None  # comm_time_s / mean_step_time_s
+    comm_method: str | None = None  # how the split was measured
+    gpu: GpuUtil | None = None
+    gpu_reason: str | None = None  # why gpu is None
+    allreduce: list[AllreduceRow] = field(default_factory=list)
+    affinity_ok: bool | None = None  # every rank's affinity matches the requested binding
+    affinity_detail: str | None = None
+    provenance: list[str] = field(default_factory=list)  # provenance-rank<N>.json names, in the point folder
+    timeline: str | None = None  # Horovod timeline file name, in the point folder
+    # Every measurement parameter the ranks ran with (plan/fields.py), by name; {} in older records.
+    params: dict[str, Any] = field(default_factory=dict)
+    schema: str = tag(RESULT)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> ResultRecord:
+        check(doc, RESULT, source)
+        gpu = doc.get("gpu")
+        return replace(_from_dict(cls, doc), ranks=[_from_dict(RankInfo, r) for r in doc.get("ranks", [])],
+                       gpu=_from_dict(GpuUtil, gpu) if isinstance(gpu, dict) else None,
+                       allreduce=[_from_dict(AllreduceRow, r) for r in doc.get("allreduce", [])])
+
+    @property
+    def slurm_nodes(self) -> list[str]:
+        return sorted({r.slurm_node or r.hostname for r in self.ranks})
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """Why one rank failed. Each failing rank writes its own; the earliest is the root cause."""
+
+    point_id: str
+    rank: int
+    hostname: str
+    error_type: str
+    message: str
+    traceback: str
+    time: str
+    schema: str = tag(ERROR)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> ErrorRecord:
+        check(doc, ERROR, source)
+        return _from_dict(cls, doc)

@@ -1,0 +1,75 @@
+"""Rank start-up: the command each rank runs, and the launcher line that starts them with binding."""
+
+from __future__ import annotations
+
+import shlex
+
+from hpcbench.plan.expand import Point
+from hpcbench.plan.spec import SlurmSettings
+from hpcbench.vocab import HOROVOD_MAP
+from hpcbench.workloads.config import CONFIGS, MODULE
+from hpcbench.workloads.distenv import JOB_PORT_SHELL
+
+
+class Shell(str):
+    """A launcher word the job's shell must expand (``"$HOSTS"``), so the renderer leaves it unquoted.
+
+    Only hpcbench's own text is ever a Shell; user values stay plain strings and are quoted.
+    """
+
+
+def rank_argv(point: Point, point_dir: str, python: str) -> list[str]:
+    """What every rank runs: identical under srun, mpirun and the local backend."""
+    return [python, "-u", "-m", MODULE[point.kind], *rank_args(point, point_dir)]
+
+
+def rank_args(point: Point, point_dir: str) -> list[str]:
+    """The workload's own arguments: the rank config's command line (submitit passes these alone)."""
+    return CONFIGS[point.kind].from_point(point, point_dir).to_argv()
+
+
+def _srun(ntasks: int, per_node: int, cpu_bind: str, mpi: str | None) -> list[str]:
+    argv = ["srun", f"--ntasks={ntasks}", f"--ntasks-per-node={per_node}"]
+    if mpi:
+        argv.append(f"--mpi={mpi}")
+    return [*argv, f"--cpu-bind={cpu_bind}"]
+
+
+def launcher_prelude(point: Point, slurm: SlurmSettings, python: str = "python3") -> list[str]:
+    """Shell lines the launcher line needs first (hpcbench's own text, never user values)."""
+    if slurm.launcher == "horovodrun":
+        # horovodrun wants host:slots; Slurm gives a compressed node list.
+        hosts = f'scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/\\$/:{point.ranks_per_node}/" | paste -sd, -'
+        return [f"HOSTS=$({hosts})"]
+    if slurm.launcher == "torchrun":
+        # The first node's address as the ranks themselves find it (DNS, else Slurm's NodeAddr).
+        find = "from hpcbench.workloads.distenv import from_environ; print(from_environ().master_addr)"
+        return [f"MASTER_ADDR=$({shlex.quote(python)} -c {shlex.quote(find)})",
+                f"MASTER_PORT={JOB_PORT_SHELL}"]
+    return []
+
+
+def launcher_argv(point: Point, slurm: SlurmSettings, python: str = "python3") -> list[str]:
+    """The launcher prefix inside an allocation: one rank per GPU (or per requested CPU rank), socket binding."""
+    unit = slurm.cpu_bind.rstrip("s")  # sockets -> socket, cores -> core
+    if slurm.launcher == "mpirun":
+        argv = ["mpirun", "-np", str(point.world_size)]
+        if slurm.cpu_bind != "none":
+            argv += ["--map-by", unit, "--bind-to", unit]
+        return argv + ["-x", "NCCL_DEBUG", *slurm.launcher_args]
+    if slurm.launcher == "horovodrun":
+        # Over MPI so that mpirun (and its Slurm support) starts the remote ranks: no ssh between nodes.
+        argv = ["horovodrun", "-np", str(point.world_size), "-H", Shell('"$HOSTS"'), "--mpi"]
+        if slurm.cpu_bind != "none":
+            argv += ["--mpi-args", f"--map-by {unit} --bind-to {unit}"]
+        return argv + list(slurm.launcher_args)
+    if slurm.launcher == "torchrun":
+        # One torchrun per node; it starts the node's ranks, so Slurm must not bind that one task.
+        return [*_srun(point.nodes, 1, "none", slurm.mpi), *slurm.launcher_args, python, "-m", "torch.distributed.run",
+                f"--nnodes={point.nodes}", f"--nproc-per-node={point.ranks_per_node}", "--rdzv-backend=c10d",
+                Shell('--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"'), Shell('--rdzv-id="$SLURM_JOB_ID"'),
+                "--no-python"]
+    mpi = slurm.mpi
+    if mpi is None and point.framework == "horovod" and HOROVOD_MAP[point.backend][0] == "mpi":
+        mpi = "pmix"  # Horovod's MPI controller: srun must wire up MPI (PMIx) for the ranks
+    return _srun(point.world_size, point.ranks_per_node, slurm.cpu_bind, mpi) + list(slurm.launcher_args)
