@@ -31,8 +31,13 @@
 ##SBATCH --account=my-project
 set -uo pipefail
 
+# lib.sh lies beside this script; sbatch runs a copy from its spool, so ask Slurm where the script was.
+src=$(scontrol show job "${SLURM_JOB_ID:-0}" 2>/dev/null | sed -n 's/^ *Command=\([^ ]*\).*/\1/p'); src=${src:-$0}
+case $src in /*) ;; *) src="${SLURM_SUBMIT_DIR:-$PWD}/$src" ;; esac
+lib=${HPCBENCH_HOME:+$HPCBENCH_HOME/sbatch/lib.sh}; lib=${lib:-$(dirname "$src")/lib.sh}
+[ -r "$lib" ] || { echo "error: $lib not found; set HPCBENCH_HOME to the hpcbench checkout" >&2; exit 2; }
 # shellcheck source=sbatch/lib.sh
-. "${HPCBENCH_HOME:-${SLURM_SUBMIT_DIR:-.}}/sbatch/lib.sh"
+. "$lib"
 
 BACKEND=${BACKEND:-nccl}
 DATA=${DATA:-synthetic}
