@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import sys
 
 import pytest
 from conftest import REPO, write
@@ -46,3 +48,41 @@ def test_unavailable_backend_fails_fast_with_its_reason(cli, tmp_path):
     assert row["state"] == "FAILED"
     assert "BackendUnavailable: DDP backend 'mpi': this torch is built without mpi" in row["reason"]
     assert "(+1 more ranks failed)" in row["reason"]
+
+
+def test_local_run_shows_progress_and_the_next_command(cli, tmp_path):
+    run = tmp_path / "run"
+    proc = cli("sweep", str(REPO / "sweeps" / "local.toml"), "--backend", "local", "--run-dir", str(run))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.strip().startswith("[1/2] running gloo-mlp-") for line in lines)
+    assert any(line.strip().startswith("[2/2] gloo-mlp-") and line.rstrip().endswith(" s)") and ": done (" in line
+               for line in lines)
+    assert lines[-1].startswith(f"next: hpcbench summarize {run}")
+
+
+def test_horovod_over_mpi_runs_locally_under_mpirun(cli, tmp_path):
+    """The job script would start it with an MPI launcher; so does the local backend (no longer 'horovod sees
+    1 ranks, the launcher started 2')."""
+    sweep = write(tmp_path / "hvd.toml", "[workload]\nframework = 'horovod'\nbackend = 'mpi'\nsteps = 3\n"
+                  "warmup_steps = 1\n[matrix]\nranks_per_node = [2]\n")
+    run = tmp_path / "run"
+    proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(run), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rd = RunDir.open(run)
+    [p] = rd.points()
+    rec = json.loads(rd.point(p).result.read_text())
+    assert rec["framework"] == "horovod" and rec["world_size"] == 2 and len({r["pid"] for r in rec["ranks"]}) == 2
+
+
+def test_the_local_backend_refuses_a_gpu_point_this_machine_cannot_run(cli, tmp_path):
+    from hpcbench.plan.limits import probe
+
+    sweep = write(tmp_path / "cuda.toml", "[workload]\ndevice = 'cuda'\nsteps = 2\n")
+    proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=300)
+    gpus = probe(sys.executable, dict(os.environ)).cuda_devices
+    if gpus:  # a machine with a GPU runs it
+        assert proc.returncode == 0, proc.stderr
+    else:  # refused before anything runs, with the reason and what to do, in one line
+        assert proc.returncode == 2 and not (tmp_path / "run").exists()
+        assert "torch sees no GPU here" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

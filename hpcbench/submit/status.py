@@ -324,3 +324,9 @@ class Progress:
         if self.tty and self.last is not None:
             self.stream.write("\n")
             self.stream.flush()
+
+    def clear(self) -> None:
+        """Take the live line away (on a terminal), so the next line printed replaces it."""
+        if self.tty and self.last is not None:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()

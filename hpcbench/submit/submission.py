@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from hpcbench.errors import ConfigError, SchedulerError
 from hpcbench.plan.expand import Point
@@ -123,11 +124,13 @@ class Throttle:
 
 
 def _submit_one(rd: RunDir, spec: SweepSpec, p: Point, python: str, backend: Backend, echo: Echo,
-                delay: float) -> str | None:
+                delay: float, tag: str = "") -> str | None:
     paths = rd.point(p)
     rd.record("submitting", p.id, backend=backend.name)
+    started = time.monotonic()
     try:
-        job_id = backend.submit(spec, p, paths, python)
+        job_id = _started(backend, spec, p, paths, python, tag) if not backend.queued else \
+            backend.submit(spec, p, paths, python)
     except SchedulerError as e:
         rd.record("submit_failed", p.id, backend=backend.name, reason=str(e))
         echo(f"  {p.label}: NOT submitted: {e}")
@@ -140,8 +143,25 @@ def _submit_one(rd: RunDir, spec: SweepSpec, p: Point, python: str, backend: Bac
     else:
         code = paths.exitcode.read_text().strip() if paths.exitcode.exists() else "?"
         rd.record("finished", p.id, job_id=job_id, backend=backend.name, exit_code=code)
-        echo(f"  {p.label}: {'done' if code == '0' else 'FAILED (exit ' + code + ')'}")
+        took = f"{time.monotonic() - started:.0f} s"
+        echo(f"  {tag} {p.label}: {'done' if code == '0' else 'FAILED (exit ' + code + ')'} ({took})")
     return job_id
+
+
+def _started(backend: Backend, spec: SweepSpec, p: Point, paths: Any, python: str, tag: str) -> str:
+    """Run a point here, saying so: `[2/4] running gloo-mlp-b64-n1x2 (12 s)`, redrawn each second on a terminal."""
+    import sys
+
+    from hpcbench.submit.status import Progress
+
+    bar = Progress(sys.stdout)
+    bar.show(f"  {tag} running {p.label}")
+    if bar.tty:
+        backend.on_tick = lambda s: bar.show(f"  {tag} running {p.label} ({s:.0f} s)")
+    try:
+        return backend.submit(spec, p, paths, python)
+    finally:
+        bar.clear()
 
 
 def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, echo: Echo,
@@ -206,9 +226,9 @@ def _submit_each(spec: SweepSpec, rd: RunDir, points: list[Point], python: str, 
         with ThreadPoolExecutor(workers) as pool:
             return list(pool.map(lambda p: _submit_one(rd, spec, p, python, backend, echo, delay), points))
     ids = []
-    for p in points:
+    for n, p in enumerate(points, 1):
         throttle.before_submit()
-        ids.append(_submit_one(rd, spec, p, python, backend, echo, delay))
+        ids.append(_submit_one(rd, spec, p, python, backend, echo, delay, tag=f"[{n}/{len(points)}]"))
         throttle.submitted(ids[-1] is not None)
     return ids
 

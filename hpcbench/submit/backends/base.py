@@ -20,6 +20,8 @@ class Backend(ABC):
     comment: Callable[[str], str] | None = None
     #: can queue a script of its own that runs many points as job steps (slurm.pack)
     packs: bool = False
+    #: a backend that runs points itself (not queued) calls this with the seconds so far, about once a second
+    on_tick: Callable[[float], None] | None = None
 
     def check(self, spec: SweepSpec) -> None:
         """Raise ConfigError before anything is submitted if this backend cannot run the sweep."""
