@@ -28,6 +28,14 @@ def _echo(line: str) -> None:
     print(line, flush=True)
 
 
+def _profile_arg(value: str | None) -> str | None:
+    """--cluster: a profile name, or a path. A path typed on the command line is relative to the current
+    folder, as in any tool; only paths written inside a TOML file are relative to that file."""
+    if value and (value.endswith(".toml") or "/" in value):
+        return str(Path(value).resolve())
+    return value
+
+
 # --- sweep, plan ------------------------------------------------------------------------------------------------
 def cmd_sweep(args: Args) -> int:
     from hpcbench.plan import spec as spec_mod
@@ -38,7 +46,7 @@ def cmd_sweep(args: Args) -> int:
     opts = SweepOptions(backend=args.backend, dry_run=args.dry_run, wait=args.wait,
                         run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
                         poll_s=args.poll, force=getattr(args, "force", False), hold=getattr(args, "hold", False))
-    spec = spec_mod.load(args.file, args.cluster)
+    spec = spec_mod.load(args.file, _profile_arg(args.cluster))
     backend = None if opts.dry_run else make_backend(opts.backend, opts.hold)
     if backend is not None:
         backend.check(spec)
@@ -74,6 +82,7 @@ def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backen
     text, rows = summarize(rd, "table")
     print(text, end="" if text.endswith("\n") else "\n")
     _echo(f"summary: {rd.summary_csv}")
+    _echo(f"next: hpcbench summarize {rd.root}   (the report: tables, plots, report.md)")
     return 1 if (report.failed or any(not r["ok"] for r in rows)) else 0
 
 
@@ -124,7 +133,7 @@ def cmd_summarize(args: Args) -> int:
     files = sm.write(report, out, plots=not args.no_plots)
     text = sm.text(report, args.format)
     print(text, end="" if text.endswith("\n") else "\n")
-    side = sys.stderr if args.format in ("csv", "json") else sys.stdout
+    side = sys.stderr if args.format in ("csv", "json", "latex") else sys.stdout  # stdout stays pure data
     print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
     if report.partial:
         print(report.partial_note(), file=side)
@@ -191,7 +200,7 @@ def cmd_resubmit(args: Args) -> int:
 
     rd = RunDir.open(Path(args.run_dir))
     wanted = parse_states(args.state)
-    spec = reopen_spec(rd, args.cluster)
+    spec = reopen_spec(rd, _profile_arg(args.cluster))
     name = args.backend
     if name == "auto":  # the backend the run was submitted with
         used = [s.get("backend") for s in rd.submissions().values() if s.get("backend")]
@@ -281,7 +290,7 @@ def cmd_doctor(args: Args) -> int:
     from hpcbench.ops import doctor
     from hpcbench.plan import cluster
 
-    profile = cluster.load(args.cluster) if args.cluster else None
+    profile = cluster.load(_profile_arg(args.cluster)) if args.cluster else None
     if profile is not None and not args.json:
         _echo(f"cluster profile {profile.name} ({profile.source})")
     findings = doctor.run(profile, Path(args.runs_root), job=not args.no_job, timeout_s=args.timeout,
@@ -306,10 +315,8 @@ def cmd_minicluster(args: Args) -> int:
 
     root = Path(args.dir)
     rc = 0
-    if args.action == "up":
-        lines = minicluster.up(root)
-    elif args.action == "down":
-        lines = minicluster.down(root)
+    if args.action in ("up", "down"):
+        lines = minicluster.up(root) if args.action == "up" else minicluster.down(root)
     else:
         ok, lines = minicluster.status(root)
         rc = 0 if ok else 1
@@ -369,7 +376,11 @@ def main(argv: list[str] | None = None, prog: str | None = None,
         ap.print_help()
         return 2
     try:
-        return int(args.func(args))
+        rc = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's shutdown
+        return rc
+    except BrokenPipeError:
+        return _reader_gone()
     except HpcbenchError as e:
         if args.debug:
             traceback.print_exc()
@@ -378,3 +389,11 @@ def main(argv: list[str] | None = None, prog: str | None = None,
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_gone() -> int:
+    """The command reading our output went away (`| head`, `| true`): stop quietly, as Unix tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # Python's own final flush must not raise again
+    return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by a closed pipe
+

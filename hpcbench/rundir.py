@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import re
@@ -53,12 +54,29 @@ def utcnow(timespec: str = "seconds") -> str:
     return datetime.now(timezone.utc).isoformat(timespec=timespec)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+@functools.cache
+def umask() -> int:
+    """This process's umask, read without changing it (os.umask can only be read by setting it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return int(next(line.split()[1] for line in f if line.startswith("Umask:")), 8)
+    except (OSError, StopIteration, ValueError):
+        old = os.umask(0o022)
+        os.umask(old)
+        return old
+
+
+def atomic_write_text(path: Path, text: str, mode: int = 0o666) -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file.
+
+    The file gets ``mode`` less the umask, as open() would give it: results are for the group to read,
+    and mkstemp's private 0600 would hide them.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, mode & ~umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -67,8 +85,9 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_new(path: Path, text: str, mode: int = 0o644) -> None:
-    """Create a file that must not exist yet (a fresh run directory): no temporary file needed."""
+def write_new(path: Path, text: str, mode: int = 0o666) -> None:
+    """Create a file that must not exist yet (a fresh run directory): no temporary file needed.
+    The kernel applies the umask to ``mode``."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
@@ -214,7 +233,7 @@ class RunDir:
         flock dies with its process, so a submitter killed with -9 leaves no stale lock behind.
         """
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -35,3 +35,49 @@ def mean_ci95(xs: Sequence[float]) -> tuple[float, float | None]:
     # dominated a 10,000-record summary; fsum keeps the two-pass result accurate to the last bits.
     sd = math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1))
     return m, t975(n - 1) * sd / math.sqrt(n)
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (Lentz's method, as in Numerical Recipes)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 3e-15:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """P(|T| >= |t|) for Student's t with ``df`` degrees of freedom."""
+    return betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def welch(m1: float, se1: float, df1: float, m2: float, se2: float, df2: float) -> tuple[float, float, float]:
+    """Welch's t test of two means from their standard errors: (t, Welch-Satterthwaite df, two-sided p)."""
+    v1, v2 = se1 * se1, se2 * se2
+    if v1 + v2 == 0:
+        return (0.0 if m1 == m2 else math.copysign(math.inf, m1 - m2)), math.inf, (1.0 if m1 == m2 else 0.0)
+    t = (m1 - m2) / math.sqrt(v1 + v2)
+    df = (v1 + v2) ** 2 / ((v1 * v1 / df1 if df1 > 0 else 0.0) + (v2 * v2 / df2 if df2 > 0 else 0.0) or 1e-300)
+    return t, df, t_two_sided_p(t, df)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # --format name -> tabulate's table format
-TABULATE_FORMATS = {"table": "simple", "markdown": "pipe", "github": "github", "latex": "latex_booktabs"}
+TABULATE_FORMATS = {"table": "simple", "markdown": "pipe", "github": "github", "latex": "latex"}  # plain \hline rules: compiles with texlive-latex-base alone
 
 
 def _cell(v: Any) -> Any:

@@ -82,3 +82,6 @@ SEVERITIES = (ERROR, WARNING, INFO, OK)
 
 # --- how points are run (--backend) ----------------------------------------------------------------------------
 SUBMITTERS = ("auto", "sbatch", "submitit", "local")
+
+# --- what a log of a job hpcbench did not launch gave ----------------------------------------------------------
+PARSED, NO_RESULT, NOT_MEASURED = "parsed", "no result", "not measured"  # a measurement / a cut one / none at all

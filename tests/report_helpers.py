@@ -24,8 +24,9 @@ def point(backend="gloo", model="mlp", nodes=1, rpn=1, framework="ddp", kind="tr
 def record(p: Point, throughput: float, **kw: Any) -> ResultRecord:
     """A record whose mean step time gives exactly ``throughput`` (batch x ranks / step)."""
     step = p.batch_size * p.world_size / throughput
-    ranks = [RankInfo(rank=r, local_rank=r % p.ranks_per_node, hostname="h", slurm_node=f"node{r // p.ranks_per_node + 1}",
-                      pid=100 + r, cpus=[0]) for r in range(p.world_size)]
+    # one host per node, as on a real cluster (the minicluster's two nodes on one host is a test of its own)
+    ranks = [RankInfo(rank=r, local_rank=r % p.ranks_per_node, hostname=f"h{r // p.ranks_per_node + 1}",
+                      slurm_node=f"node{r // p.ranks_per_node + 1}", pid=100 + r, cpus=[0]) for r in range(p.world_size)]
     rec = ResultRecord(point_id=p.id, label=p.label, framework=p.framework, backend=p.backend, model=p.model,
                        device=p.device, batch_size=p.batch_size, nodes=p.nodes, ranks_per_node=p.ranks_per_node,
                        world_size=p.world_size, warmup_steps=1, steps=4, step_times_s=[step] * 4,

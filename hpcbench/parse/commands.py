@@ -33,9 +33,21 @@ def _summary_row(d: dict[str, Any]) -> list[str]:
     return [
         d["file"], n.get("version") or "-", n.get("network") or "-", ",".join(n.get("transports") or []) or "-",
         str(len(d["hosts"])), str(len(n.get("edges") or [])),
-        "-" if not t else f"{t.get('collective') or '?'} avg {t.get('avg_busbw')} max {largest.get('oop_busbw', '-')}",
+        _tests_cell(t, largest),
         "-" if not h else f"{h.get('total_img_sec')} img/s", str(len(d["records"])), str(len(d["warnings"])),
     ]
+
+
+def _tests_cell(t: dict[str, Any], largest: dict[str, Any]) -> str:
+    """nccl-tests in one cell: the collective, then what the table shows (never a printed None)."""
+    if not t:
+        return "-"
+    name = t.get("collective") or "collective ?"
+    if not t.get("rows"):
+        return f"{name}: no data rows"
+    avg = t.get("avg_busbw")
+    avg_text = f"avg busbw {avg}" if avg is not None else "no 'Avg bus bandwidth' line"
+    return f"{name}: {len(t['rows'])} sizes, {avg_text}, largest size busbw {largest.get('oop_busbw', '-')}"
 
 
 def _dumps(docs: list[dict[str, Any]]) -> str:

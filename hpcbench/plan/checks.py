@@ -39,12 +39,17 @@ def unknown_key(where: str, key: str, valid: Iterable[str]) -> ConfigError:
     return ConfigError(f"{where}: unknown key (valid keys: {', '.join(valid)}){hint}")
 
 
-def integer(minimum: int = 0) -> Checker:
+# The largest count Slurm takes (node, task and CPU counts are read as signed 32-bit integers): anything
+# larger would be rendered into a job script only for sbatch to refuse it ("not a valid node count").
+MAX_COUNT = 2**31 - 1
+
+
+def integer(minimum: int = 0, maximum: int = MAX_COUNT) -> Checker:
     def check(v: Any, where: str) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
             raise fail(where, f"expected an integer >= {minimum}, got {typename(v)} {v!r}")
-        if v < minimum:
-            raise fail(where, f"expected an integer >= {minimum}, got {v}")
+        if not minimum <= v <= maximum:
+            raise fail(where, f"expected an integer from {minimum} to {maximum}, got {v}")
         return v
 
     return check

@@ -1,4 +1,14 @@
-"""Repeats of one point -> one row: mean and 95% CI over repeats, the states and reasons kept."""
+"""Repeats of one point -> one row: the means and their 95% intervals, the states and reasons kept.
+
+The intervals are honest about what they cover and never go below zero:
+- 3 or more measured repeats: Student's t over the repeats' means (run-to-run variation included);
+- 1 or 2: the interval over the timed steps within each run (combined for 2), and the row says so;
+  a t interval over 2 runs (t = 12.7) says nothing, and over 1 it does not exist.
+The step time's interval is the one computed; throughput's is its inverse, [k/(t+h), k/(t-h)] with
+k the samples per step, so it is asymmetric and its upper end is unbounded when t-h <= 0 (a
+throughput interval taken by itself could reach below zero). A Horovod log's own "+-" (1.96 sigma of
+its iterations' rates) is kept as Horovod printed it, clipped at zero.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +20,12 @@ from typing import Any
 from hpcbench.plan.fields import NAMES, POINT_KEY
 from hpcbench.report.samples import Sample
 from hpcbench.stats import mean_ci95
+from hpcbench.vocab import NOT_MEASURED
+
+MIN_REPEATS_FOR_RUN_CI = 3
+CI_BASES = {"runs": "over the repeats (run-to-run variation included)",
+            "steps": "over the timed steps within each run (fewer than 3 repeats: run-to-run variation is not in it)",
+            "horovod": "Horovod's own +- (1.96 x std of its iterations' rates), clipped at zero"}
 
 
 @dataclass
@@ -21,7 +37,10 @@ class Agg:
     step_time_s: float | None
     step_time_ci95_s: float | None
     throughput: float | None
-    throughput_ci95: float | None
+    throughput_lo: float | None  # the 95% interval, never below zero; hi may be math.inf
+    throughput_hi: float | None
+    ci_basis: str | None  # a key of CI_BASES
+    ci_df: float | None  # the degrees of freedom of the step time's interval (for tests between points)
     comm_time_s: float | None
     comm_time_ci95_s: float | None  # comm = step - compute: both CIs combined, or across repeats
     compute_time_s: float | None
@@ -30,6 +49,7 @@ class Agg:
     gpu_util_min: float | None
     state: str
     reason: str
+    hosts: tuple[str, ...] = ()  # the distinct hosts its ranks ran on, over all repeats
     speedup: float | None = None
     efficiency: float | None = None
     baseline: str = ""  # which point the speedup is relative to
@@ -49,10 +69,31 @@ class Agg:
     def final(self) -> bool:
         return all(s.final for s in self.samples)
 
+    @property
+    def measures(self) -> bool:
+        """A point of a study; False for a log that holds no measurement (only transport evidence)."""
+        return self.state != NOT_MEASURED
+
+    @property
+    def servers(self) -> int | None:
+        """Distinct hosts when the ranks said where they ran, else the node count asked for."""
+        return len(self.hosts) if self.hosts else self.nodes
+
+    @property
+    def comm_within_noise(self) -> bool:
+        """The communication time's interval reaches 0: the split says nothing for this point."""
+        return self.comm_time_s is not None and self.comm_time_ci95_s is not None and \
+            self.comm_time_s - self.comm_time_ci95_s <= 0 < self.comm_time_ci95_s
+
+    @property
+    def one_host_posing(self) -> bool:
+        """Asked for several nodes, ran on one host (several slurmd on one machine, or the local backend)."""
+        return bool(self.hosts) and self.nodes is not None and len(self.hosts) < self.nodes
 
 
 # Point fields (the declared parameters, where it came from) are the same in every repeat: read them from the first.
-POINT_FIELDS = (*NAMES, "source", "label", "point_id", "world_size", "cluster", "comm_method", "layout", "name")
+POINT_FIELDS = (*NAMES, "source", "label", "point_id", "world_size", "cluster", "comm_method", "layout", "name",
+                "precision")
 for _name in POINT_FIELDS:
     setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
 
@@ -69,16 +110,34 @@ def point_key(s: Sample) -> tuple[Any, ...]:
     return key if s.point_id is not None else (*key, s.source, s.label)
 
 
-def _ci(values: list[float], own_ci: float | None) -> tuple[float | None, float | None]:
-    """Across repeats when there are several; a single repeat keeps its own CI (over its timed steps)."""
-    if len(values) == 1:
-        return values[0], own_ci
-    return mean_ci95(values)
+def _interval(values: list[float], own: list[float | None],
+              steps: list[int | None]) -> tuple[float | None, float | None, str | None, float | None]:
+    """(mean, 95% half-width, basis, degrees of freedom) of per-run means ``values`` whose own step CIs
+    (over ``steps`` timed steps each) are ``own``."""
+    if not values:
+        return None, None, None, None
+    if len(values) >= MIN_REPEATS_FOR_RUN_CI:
+        m, h = mean_ci95(values)
+        return m, h, "runs", len(values) - 1
+    m = math.fsum(values) / len(values)
+    if any(h is None for h in own):
+        return m, None, None, None
+    # the mean of independent run means: the half-widths add in quadrature
+    df = sum((n or 2) - 1 for n in steps)
+    return m, math.sqrt(math.fsum(h * h for h in own)) / len(values), "steps", df  # type: ignore[operator]
 
 
-def _diff_ci(s: Sample | None) -> float | None:
+def throughput_interval(thr: float | None, step: float | None, h: float | None) -> tuple[float | None, float | None]:
+    """Throughput's 95% interval as the inverse of the step time's: never below zero, maybe unbounded above."""
+    if thr is None or step is None or h is None or step <= 0:
+        return None, None
+    k = thr * step  # samples per step
+    return k / (step + h), (k / (step - h) if step > h else math.inf)
+
+
+def _diff_ci(s: Sample) -> float | None:
     """The CI half-width of comm = step - compute, the two means measured independently on the same rank."""
-    if s is None or s.step_time_ci95_s is None or s.compute_time_ci95_s is None:
+    if s.step_time_ci95_s is None or s.compute_time_ci95_s is None:
         return None
     return math.hypot(s.step_time_ci95_s, s.compute_time_ci95_s)
 
@@ -90,28 +149,35 @@ def _state(samples: list[Sample]) -> str:
     return ", ".join(f"{n} {state}" for state, n in counts.most_common())
 
 
+def _one(group: list[Sample]) -> Agg:
+    group.sort(key=lambda s: s.repeat)
+    ok = [s for s in group if s.ok]
+    timed = [s for s in ok if s.step_time_s is not None]
+    step, step_h, basis, df = _interval([s.step_time_s for s in timed], [s.step_time_ci95_s for s in timed],
+                                        [s.n_steps for s in timed])
+    thr = mean([s.throughput for s in ok if s.throughput is not None])
+    lo, hi = throughput_interval(thr, step, step_h)
+    foreign = [s for s in ok if s.point_id is None and s.throughput_ci95 is not None]
+    if lo is None and len(ok) == 1 and foreign:  # a Horovod log's own spread, in throughput
+        lo, hi, basis = max(thr - foreign[0].throughput_ci95, 0.0), thr + foreign[0].throughput_ci95, "horovod"
+    split = [s for s in ok if s.comm_time_s is not None]
+    comm, comm_h, _, _ = _interval([s.comm_time_s for s in split], [_diff_ci(s) for s in split],
+                                   [s.n_steps for s in split])
+    mins = [s.gpu_util_min for s in ok if s.gpu_util_min is not None]
+    return Agg(samples=group, n_ok=len(ok), step_time_s=step, step_time_ci95_s=step_h, throughput=thr,
+               throughput_lo=lo, throughput_hi=hi, ci_basis=basis if step_h is not None or lo is not None else None,
+               ci_df=df if step_h is not None else None,
+               comm_time_s=comm, comm_time_ci95_s=comm_h,
+               compute_time_s=mean([s.compute_time_s for s in ok if s.compute_time_s is not None]),
+               comm_fraction=mean([s.comm_fraction for s in ok if s.comm_fraction is not None]),
+               gpu_util_mean=mean([s.gpu_util_mean for s in ok if s.gpu_util_mean is not None]),
+               gpu_util_min=min(mins) if mins else None, state=_state(group),
+               reason=next((s.reason for s in group if s.reason), ""),
+               hosts=tuple(sorted({h for s in group for h in s.hosts})))
+
+
 def aggregate(samples: list[Sample]) -> list[Agg]:
     groups: dict[tuple[Any, ...], list[Sample]] = {}
     for s in samples:
         groups.setdefault(point_key(s), []).append(s)
-    out = []
-    for group in groups.values():
-        group.sort(key=lambda s: s.repeat)
-        ok = [s for s in group if s.ok]
-        one = ok[0] if len(ok) == 1 else None
-
-        def vals(name: str, ok: list[Sample] = ok) -> list[float]:
-            return [v for s in ok if (v := getattr(s, name)) is not None]
-
-        step, step_ci = _ci(vals("step_time_s"), one.step_time_ci95_s if one else None) if vals("step_time_s") else (None, None)
-        thr, thr_ci = _ci(vals("throughput"), one.throughput_ci95 if one else None) if vals("throughput") else (None, None)
-        mins = vals("gpu_util_min")
-        comm, comm_ci = _ci(vals("comm_time_s"), _diff_ci(one)) if vals("comm_time_s") else (None, None)
-        out.append(Agg(
-            samples=group, n_ok=len(ok), step_time_s=step, step_time_ci95_s=step_ci, throughput=thr,
-            throughput_ci95=thr_ci, comm_time_s=comm, comm_time_ci95_s=comm_ci,
-            compute_time_s=mean(vals("compute_time_s")),
-            comm_fraction=mean(vals("comm_fraction")), gpu_util_mean=mean(vals("gpu_util_mean")),
-            gpu_util_min=min(mins) if mins else None, state=_state(group),
-            reason=next((s.reason for s in group if s.reason), "")))
-    return out
+    return [_one(group) for group in groups.values()]

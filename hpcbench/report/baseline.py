@@ -46,7 +46,9 @@ def series_key(a: Any, leave: tuple[str, ...] = ()) -> tuple[Any, ...]:
     """What a scaling curve is of (plan/fields.SERIES) on one cluster. The batch that is held fixed is
     the per-rank one in weak scaling and the global one in strong scaling; the other varies along the curve."""
     varies = "batch_size" if a.scaling == "strong" else "global_batch_size"
-    return (a.cluster, *(getattr(a, n) for n in SERIES if n != varies and n not in leave))
+    key = (a.cluster, a.precision, *(getattr(a, n) for n in SERIES if n != varies and n not in leave))
+    # A log of someone else's job whose cluster is unknown (no host names, no --cluster) is a curve of its own.
+    return key if a.point_id is not None or a.cluster is not None else (*key, a.source)
 
 
 def _pick(mode: str) -> tuple[Callable[[Agg], tuple[Any, ...]], Callable[[Agg], bool]]:
@@ -64,7 +66,7 @@ def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
     if mode not in MODES:
         raise ConfigError(f"unknown baseline {mode!r} (choose from: {', '.join(MODES)})")
     key, eligible = _pick(mode)
-    train = [a for a in aggs if a.kind == "train" and a.world_size]
+    train = [a for a in aggs if a.kind == "train" and a.world_size and a.measures]
     groups: dict[tuple[Any, ...], list[Agg]] = {}
     for a in train:
         groups.setdefault(key(a), []).append(a)
@@ -73,8 +75,11 @@ def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
         measured = [a for a in group if a.ok and a.throughput]
         bases = [a for a in measured if eligible(a)]
         fallback = False
-        if not bases and mode == "auto" and measured:
+        if not bases and mode == "auto" and len(measured) > 1:
             bases, fallback = [min(measured, key=lambda a: a.world_size)], True
+        if not bases and len(group) == 1 and group[0].point_id is None:
+            _alone(group[0])
+            continue
         if not bases:
             if mode != "no-framework" or any(a.framework != NO_FRAMEWORK for a in group):
                 result.missing.append(f"{_describe(group[0], mode)}: no measured baseline point; speedup left blank")
@@ -91,6 +96,14 @@ def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
                     s.speedup = s.throughput / base.throughput
                     s.efficiency = s.speedup / (a.world_size / base.world_size)
     return result
+
+
+def _alone(a: Agg) -> None:
+    """A log that nothing comparable joins: said on its row, instead of a speedup against itself."""
+    why = ("its log shows no host names, so no other log can be put on its curve (give --cluster NAME when "
+           "the logs come from one cluster)" if a.cluster is None else
+           "no other log of the same framework, model, batch, precision and cluster")
+    a.baseline = f"— ({why})"
 
 
 def _describe(a: Agg, mode: str) -> str:

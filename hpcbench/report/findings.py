@@ -6,13 +6,15 @@ from typing import Any
 
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip, num, pct
+from hpcbench.report.names import unit
 from hpcbench.vocab import ERROR, WARNING
 
 
 def best_at_each_scale(aggs: list[Agg]) -> list[str]:
     best: dict[tuple[str, int], Agg] = {}
+    u = unit([a for a in aggs if a.kind == "train" and a.measures])
     for a in aggs:
-        if a.kind == "train" and a.ok and a.throughput and a.world_size:
+        if a.kind == "train" and a.ok and a.throughput and a.world_size and a.measures:
             k = (a.model, a.world_size)
             if k not in best or a.throughput > best[k].throughput:
                 best[k] = a
@@ -21,7 +23,7 @@ def best_at_each_scale(aggs: list[Agg]) -> list[str]:
         rivals = {f"{b.framework}-{b.backend}" for b in aggs if b.kind == "train" and b.ok and b.model == model
                   and b.world_size == world}
         vs = f" (of {len(rivals)} backends)" if len(rivals) > 1 else ""
-        out.append(f"best at {world} GPUs (ranks), {model}: {a.name} with "
+        out.append(f"best at {world} {u}, {model}: {a.name} with "
                    f"{num(a.throughput, 1)} samples/s{vs}")
     return out
 
@@ -50,8 +52,18 @@ def superlinear(aggs: list[Agg]) -> list[str]:
 
 
 def failed_points(aggs: list[Agg]) -> list[str]:
-    bad = [a for a in aggs if a.n_ok < len(a.samples)]
+    bad = [a for a in aggs if a.n_ok < len(a.samples) and a.measures]
     return [f"{a.label}: {a.state}" + (f": {clip(a.reason, 120)}" if a.reason else "") for a in bad]
+
+
+def not_measured(aggs: list[Agg]) -> list[str]:
+    """Logs that hold no measurement (NCCL lines only): one line per reason, not a row each in the tables."""
+    by_reason: dict[str, list[str]] = {}
+    for a in aggs:
+        if not a.measures:
+            by_reason.setdefault(a.reason or "no measurement", []).append(a.label)
+    return [f"{len(labels)} log(s), {why}: {', '.join(labels[:8])}{' …' if len(labels) > 8 else ''}"
+            for why, labels in sorted(by_reason.items())]
 
 
 def transport_problems(findings: list[Any]) -> list[str]:

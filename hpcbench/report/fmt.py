@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def num(v: float | None, digits: int = 2) -> str:
     if v is None:
@@ -18,6 +20,23 @@ def pm(v: float | None, ci: float | None, digits: int = 2) -> str:
     if v is None:
         return "—"
     return num(v, digits) if ci is None else f"{num(v, digits)} ± {num(ci, digits)}"
+
+
+def interval(v: float | None, lo: float | None, hi: float | None, digits: int = 2) -> str:
+    """'8,509 (6,120–14,380)': a value and its 95% interval, which need not be symmetric; ∞ for no upper end."""
+    if v is None:
+        return "—"
+    if lo is None or hi is None:
+        return num(v, digits)
+    top = "∞" if math.isinf(hi) else num(hi, digits)
+    return f"{num(v, digits)} ({num(lo, digits)}–{top})"
+
+
+def pm0(v: float | None, ci: float | None, digits: int = 2) -> str:
+    """'12.34 ± 0.56', or '12.34 (0–25.00)' when the interval would reach below zero: times are never negative."""
+    if v is not None and ci is not None and v - ci < 0:
+        return interval(v, 0.0, v + ci, digits)
+    return pm(v, ci, digits)
 
 
 def pct(v: float | None, digits: int = 0) -> str:

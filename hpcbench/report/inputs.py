@@ -7,22 +7,17 @@ A foreign log gives the points it shows, with what had to be inferred said in ``
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hpcbench import records
 from hpcbench.errors import ConfigError, HpcbenchError, NoSuchFile, SchemaError
-from hpcbench.records import AllreduceRow, ResultRecord
+from hpcbench.report.foreign import log_samples
 from hpcbench.report.samples import Sample, from_record
 from hpcbench.rundir import PointPaths, RunDir
-from hpcbench.vocab import UNPARSABLE
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
-_HEAD_BYTES = 256 * 1024  # benchmark banners (model, batch size) sit at the top of a log
-_MODEL = re.compile(r"\bModel: (\S+)")
-_BATCH = re.compile(r"\bBatch size: (\d+)")
 
 
 @dataclass
@@ -60,6 +55,8 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
                 out.samples += run_samples(rd)
             for f in files:
                 out.samples += log_samples(f, out.notes)
+        elif path.is_file() and path.suffix == ".toml":
+            raise _not_a_log(path)
         elif path.is_file():
             out.samples += log_samples(path, out.notes)
         else:
@@ -68,6 +65,24 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
         for s in out.samples:
             s.cluster = cluster
     return out
+
+
+def _not_a_log(path: Path) -> ConfigError:
+    """A TOML file given to summarize: a sweep names its runs; anything else is said to be no log."""
+    from hpcbench.plan.spec import parse
+
+    try:
+        name = parse(path.read_text(encoding="utf-8"), str(path)).sweep.name
+    except (HpcbenchError, OSError, UnicodeDecodeError):
+        return ConfigError(f"{path}: a TOML file, not a run directory or a log",
+                           hint="give a run directory made by 'hpcbench sweep', or log files")
+    runs = sorted(p.parent for p in Path("runs").glob(f"{name}-*/plan.json"))
+    if runs:
+        listed = ", ".join(str(r) for r in runs[-3:]) + (f" (and {len(runs) - 3} older)" if len(runs) > 3 else "")
+        return ConfigError(f"{path}: this is a sweep file; its runs are {listed}",
+                           hint=f"summarize a run: hpcbench summarize {runs[-1]}")
+    return ConfigError(f"{path}: this is a sweep file, and ./runs holds no run of it",
+                       hint=f"run it first: hpcbench sweep {path}, then hpcbench summarize runs/{name}-<time>")
 
 
 def _walk(folder: Path) -> tuple[list[Path], list[Path]]:
@@ -119,104 +134,3 @@ def run_samples(rd: RunDir) -> list[Any]:
             samples.append(Sample(source=root, label=p.label, ok=False, point_id=p.id, world_size=p.world_size,
                                   **common))
     return samples
-
-
-def _head(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(_HEAD_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def log_samples(path: Path, notes: list[str]) -> list[Sample]:
-    from hpcbench.parse import parse_file
-
-    parsed = parse_file(path)
-    return infer(parsed, path, _head(path), notes)
-
-
-def _topology(parsed: dict[str, Any]) -> tuple[int | None, int | None, list[str]]:
-    """(nodes, ranks, how we know) from the NCCL lines."""
-    nccl = parsed.get("nccl") or {}
-    hosts, nranks, how = parsed.get("hosts") or nccl.get("hosts") or [], nccl.get("nranks"), []
-    if hosts:
-        how.append(f"{len(hosts)} host(s) from NCCL/nccl-tests lines ({', '.join(hosts[:4])}"
-                   f"{', ...' if len(hosts) > 4 else ''})")
-    if nranks:
-        how.append(f"{nranks} ranks from NCCL's nranks")
-    return (len(hosts) or None), nranks, how
-
-
-def _layout(nodes: int | None, world: int | None) -> int | None:
-    return world // nodes if nodes and world and world % nodes == 0 else None
-
-
-def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> list[Sample]:
-    """Samples shown by one parsed log (issue 4's parse_file shape)."""
-    src = str(path)
-    out: list[Sample] = []
-    for n, doc in enumerate(parsed.get("records") or []):
-        try:
-            out.append(from_record(ResultRecord.from_dict(doc, f"{src} record {n}"), src, parsed=[parsed]))
-        except (HpcbenchError, TypeError, KeyError) as e:
-            out.append(Sample(source=src, label=f"{path.name}#{n}", state=UNPARSABLE, ok=False, final=True,
-                              reason=str(e)))
-    nodes, nranks, how = _topology(parsed)
-    nccl = parsed.get("nccl") or {}
-    backend = "nccl" if nccl else "?"
-    hvd, tests = parsed.get("horovod"), parsed.get("nccl_tests")
-    base: dict[str, Any] = {"source": src, "final": True, "nodes": nodes, "backend": backend, "parsed": [parsed],
-                            "logs": [path]}
-    if hvd:
-        world = hvd.get("num_gpus") or nranks
-        total = hvd.get("total_img_sec")
-        m, b = _MODEL.search(head), _BATCH.search(head)
-        # lower case, so "ResNet50" from one benchmark and "resnet50" from another are one model
-        model, batch = (m.group(1).lower() if m else "?"), (int(b.group(1)) if b else None)
-        said = list(how)
-        if hvd.get("num_gpus"):
-            said.append(f"{world} GPUs from 'Total img/sec on N GPU(s)'")
-        if m:
-            said.append(f"model {model} from 'Model:'")
-        if b:
-            said.append(f"batch {batch}/GPU from 'Batch size:'")
-        err = hvd.get("total_img_sec_err")
-        if err is not None:
-            said.append("± is Horovod's '+-' (1.96 × std over its iterations)")
-        s = Sample(label=path.name, state="parsed" if total else "no result", ok=bool(total),
-                   framework="horovod", model=model, batch_size=batch, world_size=world,
-                   ranks_per_node=_layout(nodes, world), device="cuda", throughput=total,
-                   # Horovod's benchmark prints +-1.96 sigma of its per-iteration rates: a 95% spread
-                   throughput_ci95=err, step_time_s=(batch * world / total) if (total and batch and world) else None,
-                   reason="" if total else "Horovod output without a 'Total img/sec on N GPU(s)' line "
-                   "(cut short, or still running?)", inferred="; ".join(said), **base)
-        out.append(s)
-    if tests is not None:
-        rows = [_allreduce_row(r) for r in tests.get("rows") or []]
-        collective = tests.get("collective") or "all_reduce"
-        ranks_seen = len(set(re.findall(r"#\s+Rank\s+(\d+)\s.*\bon\s+\S+", head)))
-        world = nranks or ranks_seen or None
-        said = list(how) + ([f"{ranks_seen} ranks from nccl-tests 'Rank N ... on HOST' lines"] if ranks_seen else [])
-        out.append(Sample(label=path.name, state="parsed" if rows else "no result", ok=bool(rows),
-                          kind="allreduce", framework="nccl-tests", model=collective, device="cuda",
-                          world_size=world, ranks_per_node=_layout(nodes, world), allreduce=rows,
-                          reason="" if rows else "nccl-tests output without data rows",
-                          inferred="; ".join(said), **base | {"backend": "nccl"}))
-    if not out:
-        what = "NCCL lines only: see the transport table" if nccl else "no measurement hpcbench can read"
-        out.append(Sample(label=path.name, state="no result", ok=False, framework="?", world_size=nranks,
-                          ranks_per_node=_layout(nodes, nranks), reason=what, inferred="; ".join(how), **base))
-    for s in out:
-        if s.inferred:
-            notes.append(f"{path.name}: inferred {s.inferred}")
-    return out
-
-
-def _allreduce_row(r: dict[str, Any]) -> AllreduceRow:
-    wrong = r.get("oop_wrong")
-    return AllreduceRow(size_bytes=int(r["size"]), count=int(r.get("count") or 0), dtype=str(r.get("type") or "?"),
-                        time_us=float(r["oop_time_us"]), algbw_gbps=float(r["oop_algbw"]),
-                        busbw_gbps=float(r["oop_busbw"]),
-                        wrong=int(wrong) if isinstance(wrong, (int, float)) else -1)
-

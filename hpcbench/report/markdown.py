@@ -13,6 +13,7 @@ PLOT_TITLES = {
     "scalability.png": "Scalability curve",
     "speedup_efficiency.png": "Speedup and efficiency",
     "allreduce_busbw.png": "Allreduce bus bandwidth",
+    "allreduce_latency.png": "Allreduce latency (small messages)",
     "comm_compute.png": "Communication and compute per point",
 }
 
@@ -22,16 +23,18 @@ def _sources(report: Report) -> list[str]:
 
 
 def tables_text(report: Report, fmt: str = "table") -> str:
+    if fmt == "latex":
+        from hpcbench.report.latex import latex_text
+
+        return latex_text(report)
     parts = []
     if report.partial:
         parts.append(f"*** {report.partial_note()} ***\n")
     parts.append(f"Baseline ({report.baseline.mode}): {report.baseline.description}.\n")
     for t in report.tables:
-        head = f"## {t.title}" if fmt in ("markdown", "github") else \
-            (f"% {t.title}" if fmt == "latex" else f"== {t.title}")
-        parts.append(head)
+        parts.append(f"## {t.title}" if fmt in ("markdown", "github") else f"== {t.title}")
         parts.append(t.render(fmt))
-        parts += [("% " if fmt == "latex" else "") + f"note: {n}" for n in t.notes]
+        parts += [f"note: {n}" for n in t.notes]
         parts.append("")
     parts.append(_findings_text(report, bullet="- " if fmt in ("markdown", "github") else "  * "))
     return "\n".join(parts).rstrip() + "\n"

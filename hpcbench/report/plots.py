@@ -1,19 +1,28 @@
-"""The four report plots (matplotlib, Agg, PNG). Each function returns its Figure so callers can read the data back.
+"""The report plots (matplotlib, Agg, PNG). Each function returns its Figure so callers can read the data back.
 
-matplotlib is imported here only, and only when a plot is drawn: planning and plain summaries never load it.
+What a reader takes from a plot must be true: a curve joins only comparable points (the baseline's
+series), failed points are marked with their state where they would have been, intervals never go
+below zero (an unbounded upper end is an arrow), a split within noise is drawn as noise, and a
+CPU run says "ranks", not "GPUs". matplotlib is imported here only, and only when a plot is drawn.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hpcbench.report.aggregate import Agg
+from hpcbench.report.baseline import scaling_label, series_key
+from hpcbench.report.fmt import size
+from hpcbench.report.names import names_apart, network, unit, what
 from hpcbench.report.tables_allreduce import curves
+from hpcbench.report.tables_scaling import train
 
 MANY = 6  # series beyond which the legend gets one "ideal" entry instead of one per series
 MAX_BARS = 60  # a stacked bar per point stops being readable beyond this
+SMALL = 64 << 10  # the latency plot: messages up to 64 KiB, where time is latency, not bandwidth
 FIGSIZE = (8.0, 5.0)
 DPI = 100
 
@@ -27,43 +36,79 @@ def _plt() -> Any:
     return plt
 
 
+def series_name(a: Agg) -> str:
+    net = network(a)
+    where = a.cluster or ", ".join(a.hosts) or "hosts not shown"
+    return f"{what(a)} ({scaling_label(a)}) on {where}" + (f", {net}" if net else "")
+
+
 def _series(aggs: list[Agg]) -> dict[str, list[Agg]]:
-    out: dict[str, list[Agg]] = {}
-    for a in aggs:
-        if a.kind == "train" and a.ok and a.throughput and a.world_size:
-            name = f"{a.framework}-{a.backend} {a.model} ({a.scaling})"
-            out.setdefault(name, []).append(a)
-    return {k: sorted(v, key=lambda a: (a.world_size, a.nodes or 0)) for k, v in sorted(out.items())}
+    """Comparable training points (one baseline series each), measured or not, by curve name."""
+    groups: dict[tuple[Any, ...], list[Agg]] = {}
+    for a in train(aggs):
+        if a.world_size:
+            groups.setdefault(series_key(a), []).append(a)
+    names = names_apart([g[0] for g in groups.values()], series_name)
+    return {names[id(g[0])]: sorted(g, key=lambda a: (a.world_size, a.nodes or 0)) for g in groups.values()}
 
 
 def _best_per_size(points: list[Agg]) -> list[Agg]:
-    """One point per total size: the best layout (the placement table shows the others)."""
+    """One measured point per total size: the best layout (the placement table shows the others)."""
     best: dict[int, Agg] = {}
     for a in points:
-        if a.world_size not in best or a.throughput > best[a.world_size].throughput:
+        if a.ok and a.throughput and (a.world_size not in best or a.throughput > best[a.world_size].throughput):
             best[a.world_size] = a
     return [best[k] for k in sorted(best)]
+
+
+def _yerr(pts: list[Agg]) -> tuple[list[list[float]], list[tuple[int, float]]]:
+    """Asymmetric error bars from each point's interval (0 where it has none), and where the top is unbounded."""
+    low = [a.throughput - a.throughput_lo if a.throughput_lo is not None else 0.0 for a in pts]
+    finite = [a.throughput_hi - a.throughput if a.throughput_hi is not None and math.isfinite(a.throughput_hi)
+              else 0.0 for a in pts]
+    unbounded = [(a.world_size, a.throughput) for a in pts if a.throughput_hi is not None and
+                 math.isinf(a.throughput_hi)]
+    return [low, finite], unbounded
+
+
+def _mark_failed(ax: Any, aggs: list[Agg]) -> None:
+    """Each training point without a result: an x on the axis at its size, with its state."""
+    failed = [a for a in train(aggs) if not a.ok and a.world_size]
+    if not failed:
+        return
+    where = ax.get_xaxis_transform()  # x in data, y in axes fraction: the bottom edge whatever the scale
+    ax.plot([a.world_size for a in failed], [0.02] * len(failed), "x", color="red", markersize=9,
+            transform=where, clip_on=False, label=f"no result ({len(failed)} point(s); state below)")
+    for a in failed:
+        ax.annotate(a.state, (a.world_size, 0.04), xycoords=where, fontsize=6, color="red", rotation=90,
+                    ha="center", va="bottom")
 
 
 def scalability(aggs: list[Agg], baseline: str) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE)
     series = _series(aggs)
-    for n, (name, pts) in enumerate(series.items()):
-        pts = _best_per_size(pts)
-        line = ax.errorbar([a.world_size for a in pts], [a.throughput for a in pts],
-                           yerr=[a.throughput_ci95 or 0.0 for a in pts], marker="o", capsize=3, label=name)
+    for n, (name, group) in enumerate(series.items()):
+        pts = _best_per_size(group)
+        if not pts:
+            continue
+        yerr, unbounded = _yerr(pts)
+        line = ax.errorbar([a.world_size for a in pts], [a.throughput for a in pts], yerr=yerr, marker="o",
+                           capsize=3, label=name, linestyle="-" if len(pts) > 1 else "none")
+        if unbounded:  # the interval has no upper end: an arrow up, never a bar to an invented top
+            ax.plot(*zip(*unbounded), marker="^", linestyle="none", color=line[0].get_color(), markersize=9)
         base = next((a for a in pts if a.base_throughput), None)
-        if base is not None:
-            # ideal: the baseline's throughput times the number of ranks relative to the baseline's
+        if base is not None and len(pts) > 1:
             xs = [a.world_size for a in pts]
-            # with many series, one legend entry says what dashed lines are
             label = f"ideal ({name})" if len(series) <= MANY else ("ideal (dashed, same colour)" if n == 0 else "_")
             ax.plot(xs, [base.base_throughput * x / base.base_world_size for x in xs], linestyle="--",
                     color=line[0].get_color(), alpha=0.6, label=label)
-    _gpu_ticks(ax, aggs)
-    ax.set(title=f"Scalability: throughput vs total GPUs (ranks); baseline: {baseline}",
-           xlabel="total GPUs (ranks)", ylabel="throughput (samples/s)")
+    _mark_failed(ax, aggs)
+    _count_ticks(ax, aggs)
+    ax.set_ylim(bottom=0)
+    u = unit(train(aggs))
+    ax.set(title=f"Scalability: throughput vs total {u}; 95% CI bars; baseline: {baseline}",
+           xlabel=f"total {u}", ylabel="throughput (samples/s)")
     ax.title.set_fontsize(10)
     _finish(ax)
     return fig
@@ -73,69 +118,107 @@ def speedup_efficiency(aggs: list[Agg], baseline: str) -> Any:
     plt = _plt()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.0, 4.5))
     top = 1
-    for name, pts in _series(aggs).items():
-        pts = [a for a in _best_per_size(pts) if a.speedup is not None]
-        if not pts:
+    for name, group in _series(aggs).items():
+        pts = [a for a in _best_per_size(group) if a.speedup is not None]
+        if len(pts) < 2:  # a speedup needs a curve
             continue
         xs = [a.world_size for a in pts]
         top = max(top, *xs)
         ax1.plot(xs, [a.speedup for a in pts], marker="o", label=name)
         ax2.plot(xs, [a.efficiency * 100 for a in pts], marker="o", label=name)
-    ax1.plot([1, top], [1, top], linestyle="--", color="grey", label="ideal (speedup = GPUs)")
+    u = unit(train(aggs))
+    ax1.plot([1, top], [1, top], linestyle="--", color="grey", label=f"ideal (speedup = {u.split()[0]})")
     ax2.axhline(100, linestyle="--", color="grey", label="ideal (100%)")
-    _gpu_ticks(ax1, aggs)
-    _gpu_ticks(ax2, aggs)
-    ax1.set(title="Speedup", xlabel="total GPUs (ranks)", ylabel="speedup (×, vs baseline)")
-    ax2.set(title="Efficiency", xlabel="total GPUs (ranks)", ylabel="efficiency (%)")
+    for ax in (ax1, ax2):
+        _count_ticks(ax, aggs)
+        _mark_failed(ax, aggs)
+    ax1.set(title="Speedup", xlabel=f"total {u}", ylabel="speedup (×, vs baseline)")
+    ax2.set(title="Efficiency", xlabel=f"total {u}", ylabel="efficiency (%)")
     fig.suptitle(f"Speedup and efficiency; baseline: {baseline}", fontsize=10)
     _finish(ax1)
     _finish(ax2)
     return fig
 
 
+def _binary_sizes(ax: Any) -> None:
+    """Message sizes on a log2 axis, ticked in B / KiB / MiB / GiB."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=2, numticks=40))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size(int(round(v))) if v >= 1 else ""))
+    labels = ax.xaxis.get_majorticklabels()
+    for label in labels:
+        label.set_rotation(45)
+        label.set_fontsize(7)
+
+
 def allreduce_bw(aggs: list[Agg]) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    for name, curve in curves(aggs).items():
-        sizes = sorted(curve)
-        ax.plot(sizes, [curve[n][0] for n in sizes], marker=".", label=name)
-    ax.set_xscale("log", base=2)
-    ax.set(title="Allreduce bus bandwidth vs message size", xlabel="message size (bytes, log scale)",
-           ylabel="busbw (GB/s)")
-    _finish(ax)
-    return fig
-
-
-def comm_compute(aggs: list[Agg]) -> Any:
-    plt = _plt()
-    pts = [a for a in aggs if a.kind == "train" and a.ok and a.step_time_s]
-    shown = pts if len(pts) <= MAX_BARS else sorted(pts, key=lambda a: -(a.world_size or 0))[:MAX_BARS]
-    shown.sort(key=lambda a: (a.framework, a.backend, a.model, a.world_size or 0, a.nodes or 0))
-    fig, ax = plt.subplots(figsize=(max(8.0, 0.35 * len(shown)), 5.0))
-    xs = list(range(len(shown)))
-    ms = (lambda v: (v or 0.0) * 1e3)
-    split = [a.comm_time_s is not None and a.compute_time_s is not None for a in shown]
-    compute = [ms(a.compute_time_s) if ok else 0.0 for a, ok in zip(shown, split)]
-    comm = [ms(a.comm_time_s) if ok else 0.0 for a, ok in zip(shown, split)]
-    unsplit = [0.0 if ok else ms(a.step_time_s) for a, ok in zip(shown, split)]
-    if any(split):
-        ax.bar(xs, compute, label="compute")
-        ax.bar(xs, comm, bottom=compute, label="communication")
-    if any(unsplit):
-        ax.bar(xs, unsplit, color="lightgrey", hatch="//", label="step (not split)")
-    ax.set_xticks(xs, [f"{a.framework}-{a.backend}\n{a.model} {a.layout}" for a in shown], rotation=60,
-                  fontsize=7, ha="right")
-    more = f" (the {MAX_BARS} largest of {len(pts)} points)" if len(pts) > len(shown) else ""
-    ax.set(title=f"Communication and compute time per step{more}", xlabel="point (framework-backend, model, servers×ranks)",
-           ylabel="time per step (ms)")
+    for name, _, curve in curves(aggs):
+        pts = [(n, v[0]) for n, v in sorted(curve.items()) if v[0] > 0]  # busbw is 0 at one rank: off a log axis
+        if pts:
+            ax.plot(*zip(*pts), marker=".", label=name)
+    _binary_sizes(ax)
+    ax.set_yscale("log")
+    ax.set(title="Allreduce bus bandwidth vs message size (log-log)", xlabel="message size",
+           ylabel="busbw (GB/s, log scale)")
     _finish(ax)
     fig.tight_layout()
     return fig
 
 
-def _gpu_ticks(ax: Any, aggs: list[Agg]) -> None:
-    sizes = sorted({a.world_size for pts in _series(aggs).values() for a in pts})
-    if 0 < len(sizes) <= 16:  # GPU counts are whole numbers: tick exactly the measured ones
+def allreduce_latency(aggs: list[Agg]) -> Any:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=FIGSIZE)
+    for name, _, curve in curves(aggs):
+        pts = [(n, v[2]) for n, v in sorted(curve.items()) if n <= SMALL and v[2] > 0]
+        if pts:
+            ax.plot(*zip(*pts), marker=".", label=name)
+    _binary_sizes(ax)
+    ax.set_yscale("log")
+    ax.set(title=f"Allreduce time for small messages (up to {size(SMALL)}): the latency",
+           xlabel="message size", ylabel="time per operation (µs, log scale)")
+    _finish(ax)
+    fig.tight_layout()
+    return fig
+
+
+def comm_compute(aggs: list[Agg]) -> Any:
+    plt = _plt()
+    pts = [a for a in train(aggs) if a.ok and a.step_time_s]
+    shown = pts if len(pts) <= MAX_BARS else sorted(pts, key=lambda a: -(a.world_size or 0))[:MAX_BARS]
+    shown.sort(key=lambda a: (a.framework, a.backend, a.model, a.world_size or 0, a.nodes or 0))
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.35 * len(shown)), 5.5))
+    xs = list(range(len(shown)))
+    ms = (lambda v: (v or 0.0) * 1e3)
+    kind = ["noise" if a.comm_within_noise else "split" if a.comm_time_s is not None and a.compute_time_s
+            is not None else "step" for a in shown]
+    compute = [ms(a.compute_time_s) if k != "step" else 0.0 for a, k in zip(shown, kind)]
+    for k, label, style in (("split", "communication", {}),
+                            ("noise", "communication within noise (its 95% CI reaches 0)",
+                             {"color": "lightgrey", "hatch": "..", "edgecolor": "grey"})):
+        if k in kind:
+            ax.bar(xs, [ms(a.comm_time_s) if kk == k else 0.0 for a, kk in zip(shown, kind)], bottom=compute,
+                   label=label, **style)
+    if any(k != "step" for k in kind):
+        ax.bar(xs, compute, label="compute", color="tab:blue")
+    if "step" in kind:
+        ax.bar(xs, [ms(a.step_time_s) if k == "step" else 0.0 for a, k in zip(shown, kind)], color="white",
+               hatch="//", edgecolor="grey", label="step (not split)")
+    names = names_apart(shown)
+    ax.set_xticks(xs, [names[id(a)].replace(", ", "\n", 1) for a in shown], rotation=60, fontsize=6, ha="right")
+    more = f" (the {MAX_BARS} largest of {len(pts)} points)" if len(pts) > len(shown) else ""
+    ax.set(title=f"Communication and compute time per step{more}", ylabel="time per step (ms)")
+    _finish(ax)
+    fig.tight_layout()
+    return fig
+
+
+def _count_ticks(ax: Any, aggs: list[Agg]) -> None:
+    sizes = sorted({a.world_size for a in train(aggs) if a.world_size})
+    if 0 < len(sizes) <= 16:  # rank counts are whole numbers: tick exactly the measured ones
         ax.set_xticks(sizes)
 
 
@@ -148,26 +231,27 @@ def _finish(ax: Any) -> None:
 
 PLOTS: dict[str, tuple[str, Callable[..., Any], bool]] = {
     # file name -> (what it shows, function, whether it takes the baseline description)
-    "scalability.png": ("throughput vs GPUs", scalability, True),
-    "speedup_efficiency.png": ("speedup and efficiency vs GPUs", speedup_efficiency, True),
+    "scalability.png": ("throughput vs ranks", scalability, True),
+    "speedup_efficiency.png": ("speedup and efficiency vs ranks", speedup_efficiency, True),
     "allreduce_busbw.png": ("allreduce busbw vs message size", allreduce_bw, False),
+    "allreduce_latency.png": ("allreduce time for small messages", allreduce_latency, False),
     "comm_compute.png": ("communication and compute per point", comm_compute, False),
 }
 
 
 def has_data(name: str, aggs: list[Agg]) -> bool:
-    if name == "allreduce_busbw.png":
+    if name.startswith("allreduce_"):
         return bool(curves(aggs))
-    return any(a.kind == "train" and a.ok and a.throughput for a in aggs)
+    return any(a.ok and a.throughput for a in train(aggs))
 
 
 def write_all(aggs: list[Agg], out: Path, baseline_mode: str) -> dict[str, str]:
     """Draw every plot that has data into ``out``; return file name -> a note (written, or why not)."""
     plt = None
     done: dict[str, str] = {}
-    for name, (what, fn, takes_baseline) in PLOTS.items():
+    for name, (shows, fn, takes_baseline) in PLOTS.items():
         if not has_data(name, aggs):
-            done[name] = f"not drawn: no data for {what}"
+            done[name] = f"not drawn: no data for {shows}"
             continue
         fig = fn(aggs, baseline_mode) if takes_baseline else fn(aggs)
         fig.savefig(out / name, dpi=DPI)
@@ -175,3 +259,4 @@ def write_all(aggs: list[Agg], out: Path, baseline_mode: str) -> dict[str, str]:
         plt.close(fig)
         done[name] = "written"
     return done
+

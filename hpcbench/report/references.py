@@ -1,4 +1,4 @@
-"""Reference values with tolerances, in ReFrame's style, keyed by (cluster, model, backend, nodes, gpus_per_node).
+"""Reference values with tolerances, in ReFrame's style, keyed by (cluster, model, backend, nodes, ranks per node).
 
     [defaults]                  # tolerances used where a metric gives a bare value
     lower = -0.10               # relative: at most 10% below the reference
@@ -9,7 +9,7 @@
     model = "mlp"
     backend = "gloo"
     nodes = 2
-    gpus_per_node = 2           # ranks per node on a CPU run (one rank per GPU otherwise)
+    gpus_per_node = 2           # one rank per GPU; on a CPU run write ranks_per_node instead
     framework = "ddp"           # optional, narrows the match
     throughput = [12000.0, -0.2, inf]   # samples/s: [value, lower, upper], like ReFrame's (value, lower, upper)
     step_time_ms = 10.5                 # ms: bare value, tolerances from [defaults]
@@ -36,7 +36,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KEYS = ("cluster", "model", "backend", "nodes", "gpus_per_node", "framework")
+KEYS = ("cluster", "model", "backend", "nodes", "ranks_per_node", "gpus_per_node", "framework")
+PER_NODE = ("ranks_per_node", "gpus_per_node")  # one of the two: ranks per node (one rank per GPU on GPUs)
 METRICS = {"throughput": ("samples/s", lambda a: a.throughput),
            "step_time_ms": ("ms", lambda a: None if a.step_time_s is None else a.step_time_s * 1e3)}
 
@@ -54,7 +55,7 @@ class Reference:
         m = self.match
         if m.get("cluster", "*") != "*" and m["cluster"] != a.cluster:
             return False
-        got = {"model": a.model, "backend": a.backend, "nodes": a.nodes, "gpus_per_node": a.ranks_per_node,
+        got = {"model": a.model, "backend": a.backend, "nodes": a.nodes, "ranks_per_node": a.ranks_per_node,
                "framework": a.framework}
         return a.kind == "train" and all(m[k] == got[k] for k in got if k in m)
 
@@ -85,11 +86,14 @@ def load(path: str | Path) -> list[Reference]:
         bad = set(entry) - set(KEYS) - set(METRICS)
         if bad:
             raise ConfigError(f"{where}: unknown key {min(bad)!r} (valid: {', '.join((*KEYS, *METRICS))})")
-        missing = [k for k in ("model", "backend", "nodes", "gpus_per_node") if k not in entry]
-        if missing:
-            raise ConfigError(f"{where}: missing key {missing[0]!r}", hint="a reference is keyed by "
-                              "(cluster, model, backend, nodes, gpus_per_node)")
-        match = {k: entry[k] for k in KEYS if k in entry}
+        missing = [k for k in ("model", "backend", "nodes") if k not in entry]
+        if missing or sum(k in entry for k in PER_NODE) != 1:
+            raise ConfigError(f"{where}: missing key {missing[0]!r}" if missing else
+                              f"{where}: give one of ranks_per_node or gpus_per_node",
+                              hint="a reference is keyed by (cluster, model, backend, nodes, ranks_per_node "
+                                   "or gpus_per_node)")
+        match = {k: entry[k] for k in KEYS if k in entry and k not in PER_NODE}
+        match["ranks_per_node"] = entry.get("ranks_per_node", entry.get("gpus_per_node"))
         metrics = [m for m in METRICS if m in entry]
         if not metrics:
             raise ConfigError(f"{where}: no reference value (give {' or '.join(METRICS)})")
@@ -114,7 +118,7 @@ def check(refs: list[Reference], aggs: list[Agg]) -> tuple[Table, int]:
         unit, read = METRICS[ref.metric]
         lo, hi = ref.bounds()
         key = "/".join(str(ref.match.get(k, "*")) for k in ("cluster", "model", "backend"))
-        key += f" {ref.match['nodes']}×{ref.match['gpus_per_node']}"
+        key += f" {ref.match['nodes']}×{ref.match['ranks_per_node']}"
         hits = [a for a in aggs if ref.matches(a)]
         span = f"[{num(lo)}, {num(hi) if math.isfinite(hi) else '∞'}]"
         if not hits:

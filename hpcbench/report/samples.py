@@ -43,7 +43,11 @@ class _Measured:
     gpu_samples: int | None = None
     gpu_reason: str | None = None
     affinity_ok: bool | None = None
-    nodes_seen: str | None = None
+    nodes_seen: str | None = None  # Slurm node names the ranks ran on
+    hosts: tuple[str, ...] = ()  # distinct host names the ranks ran on (slurmds may share one host)
+    n_steps: int | None = None  # timed steps behind step_time_ci95_s
+    versions: dict[str, Any] = field(default_factory=dict)  # software the record names (torch, horovod, ...)
+    precision: str | None = None  # what a foreign log says of its arithmetic (fp16, fp32); None: not shown
     inferred: str = ""  # what was guessed from a foreign log, said out loud
     allreduce: list[AllreduceRow] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)  # files whose NCCL lines tell the transports
@@ -78,7 +82,7 @@ TIDY_COLUMNS = tuple(dict.fromkeys((
     # result/2 and summarize's additions
     "framework", "kind", "device", "scaling", "global_batch_size", "cluster", "step_time_ci95_ms",
     "throughput_ci95", "comm_time_ms", "compute_time_ms", "compute_time_ci95_ms", "comm_fraction", "gpu_util_mean",
-    "gpu_util_min", "affinity_ok", "source", "inferred",
+    "gpu_util_min", "affinity_ok", "source", "inferred", "hosts",
     *NAMES,
 )))
 
@@ -92,6 +96,7 @@ _DIRECT = tuple(f.name for f in fields(Sample) if f.name in TIDY_COLUMNS)
 
 def tidy_row(s: Any) -> dict[str, Any]:
     d = {name: getattr(s, name) for name in _DIRECT}
+    d["hosts"] = " ".join(s.hosts) or None
     d.update(step_time_ms=_ms(s.step_time_s), step_time_ci95_ms=_ms(s.step_time_ci95_s),
              comm_time_ms=_ms(s.comm_time_s), compute_time_ms=_ms(s.compute_time_s),
              compute_time_ci95_ms=_ms(s.compute_time_ci95_s),
@@ -130,7 +135,8 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
         "comm_method": rec.comm_method, "gpu_util_mean": gpu.util_mean if gpu else None,
         "gpu_util_min": gpu.util_min if gpu else None, "gpu_samples": gpu.samples if gpu else None,
         "gpu_reason": rec.gpu_reason, "affinity_ok": rec.affinity_ok, "nodes_seen": " ".join(rec.slurm_nodes) or None,
-        "allreduce": list(rec.allreduce),
+        "hosts": tuple(sorted({r.hostname for r in rec.ranks})), "n_steps": len(rec.step_times_s) or None,
+        "versions": dict(rec.versions), "allreduce": list(rec.allreduce),
     }
     kw.update(extra)
     return Sample(**kw)

@@ -90,6 +90,7 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
         "environment differences between nodes": differs,
         "GPU utilisation": gpu_warn,
         "points without a result (failed, missing or not finished)": fnd.failed_points(aggs),
+        "not measured (logs with no measurement: evidence for the transport table only)": fnd.not_measured(aggs),
         "references": [f"{regressions} reference check(s) failed"] if regressions else [],
         "inferred from logs": inputs.notes,
     }

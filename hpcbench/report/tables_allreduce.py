@@ -1,37 +1,37 @@
-"""Allreduce bandwidth: message size x backend, busbw and algbw as nccl-tests defines them."""
+"""Allreduce bandwidth: message size x point, busbw and algbw as nccl-tests defines them."""
 
 from __future__ import annotations
 
 from hpcbench.report.aggregate import Agg, mean
 from hpcbench.report.fmt import clip, num, size
+from hpcbench.report.names import names_apart
 from hpcbench.tabular import Table
 
-
-def series_label(a: Agg) -> str:
-    if a.framework == "nccl-tests":
-        return f"{a.label} ({a.model})"
-    return f"{a.framework}-{a.backend} {a.layout}"
+Curve = dict[int, tuple[float, float, float]]  # size -> (busbw GB/s, algbw GB/s, time us), averaged over repeats
 
 
-def curves(aggs: list[Agg]) -> dict[str, dict[int, tuple[float, float]]]:
-    """series -> size -> (busbw, algbw) in GB/s, averaged over repeats."""
-    out: dict[str, dict[int, tuple[float, float]]] = {}
-    for a in sorted((a for a in aggs if a.ok and any(s.allreduce for s in a.samples)), key=series_label):
-        by_size: dict[int, list[tuple[float, float]]] = {}
+def curves(aggs: list[Agg]) -> list[tuple[str, Agg, Curve]]:
+    """(name, point, curve) for every measured communication point, named by what it is."""
+    measured = [a for a in aggs if a.ok and any(s.allreduce for s in a.samples)]
+    names = names_apart(measured)
+    out = []
+    for a in sorted(measured, key=lambda a: names[id(a)]):
+        by_size: dict[int, list[tuple[float, float, float]]] = {}
         for s in a.samples:
             for r in s.allreduce:
-                by_size.setdefault(r.size_bytes, []).append((r.busbw_gbps, r.algbw_gbps))
-        out[series_label(a)] = {k: (mean([b for b, _ in v]), mean([g for _, g in v])) for k, v in sorted(by_size.items())}
-    return out
+                by_size.setdefault(r.size_bytes, []).append((r.busbw_gbps, r.algbw_gbps, r.time_us))
+        curve = {k: tuple(mean([x[i] for x in v]) for i in range(3)) for k, v in sorted(by_size.items())}
+        out.append((names[id(a)], a, curve))
+    return out  # type: ignore[return-value]
 
 
 def allreduce(aggs: list[Agg]) -> Table:
     data = curves(aggs)
-    sizes = sorted({k for c in data.values() for k in c})
-    rows = [[size(n), *(f"{num(c[n][0])} ({num(c[n][1])})" if n in c else "—" for c in data.values())]
+    sizes = sorted({k for _, _, c in data for k in c})
+    rows = [[size(n), *(f"{num(c[n][0])} ({num(c[n][1])})" if n in c else "—" for _, _, c in data)]
             for n in sizes]
     t = Table("allreduce", "Allreduce bandwidth: busbw (algbw), GB/s",
-              ["message size", *data.keys()], rows, empty="no allreduce points")
+              ["message size", *(name for name, _, _ in data)], rows, empty="no allreduce points")
     wrong = sorted({a.label for a in aggs for s in a.samples for r in s.allreduce if r.wrong > 0})
     if rows:
         t.notes.append("algbw = bytes / time; busbw = algbw × 2(n−1)/n (nccl-tests' definitions); "
@@ -40,5 +40,5 @@ def allreduce(aggs: list[Agg]) -> Table:
         t.notes.append(f"wrong results (elements that differ from the expected sum) in: {', '.join(wrong)}")
     # a failed allreduce point has no column to be in: it is said here, never dropped
     t.notes += [f"no data: {a.name}: {a.state}" + (f": {clip(a.reason, 120)}" if a.reason else "")
-                for a in aggs if a.kind != "train" and not a.ok]
+                for a in aggs if a.kind != "train" and not a.ok and a.measures]
     return t

@@ -66,6 +66,12 @@ def _interconnect(d: Doc) -> str | None:
     return "unrecognised topology (see provenance)"
 
 
+def _built_with(d: Doc, key: str) -> str | None:
+    """torch's CUDA and NCCL versions are what it was built with; on a node without GPUs nothing runs them."""
+    v = d.get(key)
+    return f"{v} (torch's build; no GPU on this node, so not in use)" if v and not d.get("gpus") else v
+
+
 def _sw(key: str) -> Callable[[Doc], Any]:
     return lambda d: (d.get("software") or {}).get(key)
 
@@ -79,8 +85,8 @@ ITEMS: list[tuple[str, Callable[[Doc], Any], str]] = [
     ("OS", _sw("os"), "os"),
     ("kernel", _sw("kernel"), "kernel"),
     ("GPU driver", lambda d: d.get("driver"), "driver"),
-    ("CUDA", lambda d: d.get("cuda"), "cuda"),
-    ("NCCL", lambda d: d.get("nccl"), "nccl"),
+    ("CUDA", lambda d: _built_with(d, "cuda"), "cuda"),
+    ("NCCL", lambda d: _built_with(d, "nccl"), "nccl"),
     ("torch", _sw("torch"), "torch"),
     ("torchvision", _sw("torchvision"), "torchvision"),
     ("horovod", _sw("horovod"), "horovod"),
@@ -92,6 +98,21 @@ ITEMS: list[tuple[str, Callable[[Doc], Any], str]] = [
 
 def _node(d: Doc) -> str:
     return str(d.get("slurm_node") or d.get("hostname") or "?")
+
+
+def _listed(names: list[str]) -> str:
+    return f"{len(names)}: {', '.join(names[:8])}{' …' if len(names) > 8 else ''}"
+
+
+def _servers(docs: list[Doc]) -> list[list[Any]]:
+    """Servers are distinct hosts; Slurm node names are shown apart when several share one host."""
+    hosts = sorted({str(d.get("hostname") or "?") for d in docs})
+    slurm = sorted({str(d["slurm_node"]) for d in docs if d.get("slurm_node")})
+    rows: list[list[Any]] = [["servers (hosts)", _listed(hosts), ""]]
+    if slurm and len(slurm) != len(hosts):
+        rows.append(["Slurm nodes", _listed(slurm), f"FLAG: {len(slurm)} Slurm nodes on {len(hosts)} host(s): "
+                     "not separate servers, so no inter-node measurement"])
+    return rows
 
 
 def environment(samples: list[Sample]) -> tuple[Table, list[str]]:
@@ -106,7 +127,7 @@ def environment(samples: list[Sample]) -> tuple[Table, list[str]]:
     for d in docs:
         per_node.setdefault(_node(d), []).append(d)
     nodes = sorted(per_node)
-    rows: list[list[Any]] = [["servers", f"{len(nodes)}: {', '.join(nodes[:8])}{' …' if len(nodes) > 8 else ''}", ""]]
+    rows: list[list[Any]] = _servers(docs)
     differs = []
     for name, read, ukey in ITEMS:
         values: dict[str, Any] = {}

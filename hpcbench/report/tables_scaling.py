@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcbench.report.aggregate import Agg
+from hpcbench.report.aggregate import CI_BASES, Agg
 from hpcbench.report.baseline import scaling_label, series_key
-from hpcbench.report.fmt import clip, num, pct, pm
+from hpcbench.report.fmt import clip, interval, num, pct, pm0
 from hpcbench.tabular import Table
 
 GPU_UTIL_WARN = 80.0  # percent; vendor tuning guides ask for 80-90% and more
 
-SCALING_HEADERS = ["framework", "backend", "model", "scaling", "servers", "GPUs (ranks)/server", "repeats",
-                   "step ms ± 95% CI", "samples/s ± 95% CI", "speedup", "efficiency", "baseline", "state", "reason"]
+SCALING_HEADERS = ["framework", "backend", "model", "scaling", "servers", "{unit}/server", "repeats (CI over)",
+                   "step ms ± 95% CI", "samples/s (95% CI)", "speedup", "efficiency", "baseline", "state", "reason"]
 
 
 def _q(v: Any) -> Any:
@@ -25,27 +25,51 @@ def order(a: Agg) -> tuple[Any, ...]:
 
 
 def train(aggs: list[Agg]) -> list[Agg]:
-    return sorted((a for a in aggs if a.kind == "train"), key=order)
+    """The training points of the study, in table order (a log with no measurement is not one)."""
+    return sorted((a for a in aggs if a.kind == "train" and a.measures), key=order)
+
+
+def ms(v: float | None) -> float | None:
+    return None if v is None else v * 1e3
+
+
+def unit(aggs: list[Agg]) -> str:
+    """What a rank is: a GPU when any point ran on GPUs, else just a rank."""
+    return "GPUs (ranks)" if any(a.device == "cuda" for a in aggs) else "ranks"
+
+
+def servers(a: Agg) -> str:
+    """Servers are distinct hosts; a point that asked Slurm for more nodes than it got hosts says so."""
+    if a.one_host_posing:
+        return f"{len(a.hosts)} host ({a.nodes} Slurm nodes on {', '.join(a.hosts)})"
+    return str(_q(a.servers))
 
 
 def _scaling_row(a: Agg) -> list[Any]:
-    ms = (lambda v: None if v is None else v * 1e3)
-    return [a.framework, a.backend, a.model, scaling_label(a), _q(a.nodes), _q(a.ranks_per_node),
-            f"{a.n_ok}/{len(a.samples)}", pm(ms(a.step_time_s), ms(a.step_time_ci95_s)),
-            pm(a.throughput, a.throughput_ci95, 1), num(a.speedup), pct(a.efficiency), a.baseline or "—",
-            a.state, clip(a.reason, 70)]
+    basis = {"runs": "runs", "steps": "steps", "horovod": "Horovod ±"}.get(a.ci_basis or "", "—")
+    return [a.framework, a.backend, a.model, scaling_label(a), servers(a), _q(a.ranks_per_node),
+            f"{a.n_ok}/{len(a.samples)} ({basis})", pm0(ms(a.step_time_s), ms(a.step_time_ci95_s)),
+            interval(a.throughput, a.throughput_lo, a.throughput_hi, 1), num(a.speedup), pct(a.efficiency),
+            a.baseline or "—", a.state, clip(a.reason, 70)]
 
 
 def intra_inter(aggs: list[Agg]) -> tuple[Table, Table]:
     rows = train(aggs)
-    intra = Table("intra", "Intra-node scaling (one server)", SCALING_HEADERS,
-                  [_scaling_row(a) for a in rows if a.nodes in (1, None)],
+    heads = [h.format(unit=unit(rows)) for h in SCALING_HEADERS]
+    one = [a for a in rows if a.servers in (1, None)]
+    many = [a for a in rows if a not in one]
+    intra = Table("intra", "Intra-node scaling (one server)", heads, [_scaling_row(a) for a in one],
                   empty="no single-server training points")
-    inter = Table("inter", "Inter-node scaling (several servers)", SCALING_HEADERS,
-                  [_scaling_row(a) for a in rows if a.nodes is not None and a.nodes > 1],
+    inter = Table("inter", "Inter-node scaling (several servers)", heads, [_scaling_row(a) for a in many],
                   empty="no multi-server training points")
-    if any(a.nodes is None for a in rows):
+    if any(a.servers is None for a in rows):
         intra.notes.append("servers '?': the log does not show its hosts; such points are listed here")
+    posing = [a.label for a in one if a.one_host_posing]
+    if posing:
+        intra.notes.append(f"{len(posing)} point(s) asked Slurm for several nodes but ran on one host, so they are "
+                           f"not inter-node measurements and are listed here: {', '.join(posing[:6])}")
+    for t, points in ((intra, one), (inter, many)):
+        t.notes += [f"CI over {k}: {CI_BASES[k]}" for k in CI_BASES if any(a.ci_basis == k for a in points)]
     return intra, inter
 
 
@@ -62,40 +86,32 @@ def placement(aggs: list[Agg]) -> Table:
         best = max((a.throughput for a in group if a.throughput), default=None)
         for a in sorted(group, key=lambda a: a.nodes or 0):
             rel = a.throughput / best if (best and a.throughput) else None
-            rows.append([a.framework, a.backend, a.model, a.world_size, f"{_q(a.nodes)}×{_q(a.ranks_per_node)}",
-                         pm(a.throughput, a.throughput_ci95, 1),
-                         pm(None if a.step_time_s is None else a.step_time_s * 1e3,
-                            None if a.step_time_ci95_s is None else a.step_time_ci95_s * 1e3),
+            rows.append([a.framework, a.backend, a.model, a.world_size, f"{servers(a)}×{_q(a.ranks_per_node)}",
+                         interval(a.throughput, a.throughput_lo, a.throughput_hi, 1),
+                         pm0(ms(a.step_time_s), ms(a.step_time_ci95_s)),
                          pct(rel), a.state])
     return Table("placement", "Placement: the same total ranks spread differently (servers × ranks per server)",
-                 ["framework", "backend", "model", "total ranks", "servers × ranks", "samples/s ± 95% CI",
+                 ["framework", "backend", "model", "total ranks", "servers × ranks", "samples/s (95% CI)",
                   "step ms ± 95% CI", "vs best layout", "state"], rows,
                  empty="no total rank count was measured in more than one layout")
 
 
 def comm_compute(aggs: list[Agg]) -> Table:
     rows = []
-    methods = set()
-    noisy = False
+    methods = {a.comm_method for a in train(aggs) if a.ok and a.comm_method}
     for a in train(aggs):
         if not a.ok:
             continue
-        if a.comm_method:
-            methods.add(a.comm_method)
-        ms = (lambda v: None if v is None else num(v * 1e3))
         comm = "not measured"
         if a.comm_time_s is not None:
-            comm = pm(a.comm_time_s * 1e3, None if a.comm_time_ci95_s is None else a.comm_time_ci95_s * 1e3)
-            if a.comm_time_ci95_s is not None and a.comm_time_s - a.comm_time_ci95_s <= 0 < a.comm_time_ci95_s:
-                comm += " (within noise)"
-                noisy = True
-        rows.append([a.label, a.framework, ms(a.step_time_s), ms(a.compute_time_s) or "not measured",
-                     comm, pct(a.comm_fraction)])
+            comm = pm0(ms(a.comm_time_s), ms(a.comm_time_ci95_s)) + (" (within noise)" if a.comm_within_noise else "")
+        rows.append([a.label, a.framework, num(ms(a.step_time_s)), num(ms(a.compute_time_s)) if a.compute_time_s
+                     is not None else "not measured", comm, pct(a.comm_fraction)])
     t = Table("comm", "Communication / compute breakdown per point",
               ["point", "framework", "step ms", "compute ms", "communication ms ± 95% CI", "communication share"],
               rows, empty="no measured training points")
     t.notes += [f"measured by: {m}" for m in sorted(methods)]
-    if noisy:
+    if any(a.comm_within_noise for a in train(aggs)):
         t.notes.append("within noise: the communication time's 95% CI (the step's and the compute-only steps' "
                        "CIs combined, or across repeats) reaches 0, so this point's split says nothing; "
                        "run more steps or repeats")

@@ -8,16 +8,8 @@ from typing import Any
 from hpcbench.findings import Finding, rank
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip
+from hpcbench.report.names import parsed_logs
 from hpcbench.tabular import Table
-
-
-def _parsed(a: Agg) -> list[dict[str, Any]]:
-    s = next((s for s in a.samples if s.ok), a.first)
-    if not s.parsed and s.logs:
-        from hpcbench.parse import parse_file
-
-        s.parsed = [parse_file(f) for f in s.logs]
-    return s.parsed
 
 
 def _scoped(nccl: dict[str, Any], scope: str) -> set[str]:
@@ -43,7 +35,7 @@ def transports(aggs: list[Agg]) -> tuple[Table, list[Finding]]:
     """The table, and every check finding (for the findings list and the exit code)."""
     rows, findings, cpu_quiet = [], [], []
     for a in aggs:
-        parsed = _parsed(a)
+        parsed = parsed_logs(a)
         if not parsed:
             continue
         ncc = [p["nccl"] for p in parsed if p.get("nccl")]

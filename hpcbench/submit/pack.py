@@ -62,8 +62,7 @@ def submit_pack(spec: SweepSpec, rd: RunDir, points: list[Point], python: str, b
     rd.packs_root.mkdir(parents=True, exist_ok=True)
     n = len(list(rd.packs_root.glob("pack-*.sh"))) + 1
     script = rd.pack_script(n)
-    atomic_write_text(script, render_pack(spec, rd, n, points, python))
-    script.chmod(0o755)
+    atomic_write_text(script, render_pack(spec, rd, n, points, python), 0o777)
     name = f"pack-{n}"
     for p in points:
         rd.record("submitting", p.id, backend=backend.name, pack=name)

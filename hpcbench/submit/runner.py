@@ -59,10 +59,9 @@ def render_all(spec: SweepSpec, rd: RunDir, points: list[Point], python: str, fr
         paths = rd.point(p)
         text = render_job(spec, p, paths, python, rd.job_comment(p.id))
         if fresh:
-            write_new(paths.job_script, text, 0o755)
+            write_new(paths.job_script, text, 0o777)
         else:  # a re-run: a reader (or sbatch by hand) may be looking at the old script
-            atomic_write_text(paths.job_script, text)
-            paths.job_script.chmod(0o755)
+            atomic_write_text(paths.job_script, text, 0o777)
 
 
 def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], str]:

@@ -1,0 +1,137 @@
+"""Logs of jobs hpcbench did not launch -> Samples: what each log shows, and what had to be inferred, said.
+
+A log is its own point. It joins a curve with other logs only when they are comparable: the same
+framework, model, batch, precision and cluster. The cluster of a log is the host family of its host
+names (gpu-node-017 -> gpu-node-#), or the --cluster the user gives; a log that shows no host name
+cannot be placed on anyone's curve, and its row says so. A log that holds no measurement at all
+(NCCL lines only) is evidence for the transport table, not a point: it is listed as not measured.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from hpcbench.errors import HpcbenchError
+from hpcbench.records import AllreduceRow, ResultRecord
+from hpcbench.report.samples import Sample, from_record
+from hpcbench.vocab import NO_RESULT, NOT_MEASURED, PARSED, UNPARSABLE
+
+HEAD_BYTES = 256 * 1024  # benchmark banners (model, batch size) sit at the top of a log
+_MODEL = re.compile(r"\bModel: (\S+)")
+_BATCH = re.compile(r"\bBatch size: (\d+)")
+# fp16 as the Horovod and tf_cnn benchmarks are told it: --fp16-allreduce, --use_fp16, --precision fp16, --amp
+_FP16 = re.compile(r"--fp16[-_]allreduce|--use_fp16(?:=True)?\b|--precision[= ](?:fp16|half|bf16)|--amp\b")
+
+
+def host_family(hosts: list[str] | tuple[str, ...]) -> str | None:
+    """gpu-node-017, gpu-node-018 -> 'gpu-node-#': what the hosts of one cluster have in common."""
+    families = sorted({re.sub(r"\d+", "#", h) for h in hosts})
+    return "+".join(families) if families else None
+
+
+def _head(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def log_samples(path: Path, notes: list[str]) -> list[Any]:
+    from hpcbench.parse import parse_file
+
+    return infer(parse_file(path), path, _head(path), notes)
+
+
+def _topology(parsed: dict[str, Any]) -> tuple[list[str], int | None, list[str]]:
+    """(hosts, ranks, how we know) from the NCCL and nccl-tests lines."""
+    nccl = parsed.get("nccl") or {}
+    hosts, nranks, how = parsed.get("hosts") or nccl.get("hosts") or [], nccl.get("nranks"), []
+    if hosts:
+        how.append(f"{len(hosts)} host(s) from NCCL/nccl-tests lines ({', '.join(hosts[:4])}"
+                   f"{', ...' if len(hosts) > 4 else ''})")
+    if nranks:
+        how.append(f"{nranks} ranks from NCCL's nranks")
+    return hosts, nranks, how
+
+
+def _layout(nodes: int | None, world: int | None) -> int | None:
+    return world // nodes if nodes and world and world % nodes == 0 else None
+
+
+def _records(parsed: dict[str, Any], path: Path) -> list[Any]:
+    out = []
+    for n, doc in enumerate(parsed.get("records") or []):
+        try:
+            out.append(from_record(ResultRecord.from_dict(doc, f"{path} record {n}"), str(path), parsed=[parsed]))
+        except (HpcbenchError, TypeError, KeyError) as e:
+            out.append(Sample(source=str(path), label=f"{path.name}#{n}", state=UNPARSABLE, ok=False, final=True,
+                              reason=str(e)))
+    return out
+
+
+def _horovod(hvd: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Any:
+    world = hvd.get("num_gpus") or nranks
+    total = hvd.get("total_img_sec")
+    m, b = _MODEL.search(head), _BATCH.search(head)
+    # lower case, so "ResNet50" from one benchmark and "resnet50" from another are one model
+    model, batch = (m.group(1).lower() if m else "?"), (int(b.group(1)) if b else None)
+    said = list(how) + ([f"{world} GPUs from 'Total img/sec on N GPU(s)'"] if hvd.get("num_gpus") else [])
+    said += [f"model {model} from 'Model:'"] * bool(m) + [f"batch {batch}/GPU from 'Batch size:'"] * bool(b)
+    if hvd.get("total_img_sec_err") is not None:
+        said.append("± is Horovod's '+-' (1.96 × std over its iterations)")
+    return Sample(state=PARSED if total else NO_RESULT, ok=bool(total),
+                  framework="horovod", model=model, batch_size=batch, world_size=world,
+                  ranks_per_node=_layout(base["nodes"], world), device="cuda", throughput=total,
+                  # Horovod's benchmark prints +-1.96 sigma of its per-iteration rates: a 95% spread
+                  throughput_ci95=hvd.get("total_img_sec_err"),
+                  step_time_s=(batch * world / total) if (total and batch and world) else None,
+                  reason="" if total else "Horovod output without a 'Total img/sec on N GPU(s)' line "
+                  "(cut short, or still running?)", inferred="; ".join(said), **base)
+
+
+def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Any:
+    rows = [_allreduce_row(r) for r in tests.get("rows") or []]
+    ranks_seen = len(set(re.findall(r"#\s+Rank\s+(\d+)\s.*\bon\s+\S+", head)))
+    world = nranks or ranks_seen or None
+    said = list(how) + ([f"{ranks_seen} ranks from nccl-tests 'Rank N ... on HOST' lines"] if ranks_seen else [])
+    return Sample(state=PARSED if rows else NO_RESULT, ok=bool(rows), kind="allreduce",
+                  framework="nccl-tests", model=tests.get("collective") or "all_reduce", device="cuda",
+                  world_size=world, ranks_per_node=_layout(base["nodes"], world), allreduce=rows,
+                  reason="" if rows else "nccl-tests output without data rows", inferred="; ".join(said),
+                  **base | {"backend": "nccl"})
+
+
+def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> list[Any]:
+    """Samples shown by one parsed log (hpcbench.parse.parse_file's shape)."""
+    out = _records(parsed, path)
+    hosts, nranks, how = _topology(parsed)
+    nccl = parsed.get("nccl") or {}
+    base: dict[str, Any] = {"source": str(path), "label": path.name, "final": True, "nodes": len(hosts) or None,
+                            "hosts": tuple(hosts), "backend": "nccl" if nccl else "?", "parsed": [parsed],
+                            "logs": [path], "cluster": host_family(hosts), "precision": _precision(head)}
+    if parsed.get("horovod"):
+        out.append(_horovod(parsed["horovod"], head, nranks, how, base))
+    if parsed.get("nccl_tests") is not None:
+        out.append(_nccl_tests(parsed["nccl_tests"], head, nranks, how, base))
+    if not out:
+        what = "NCCL lines only: see the transport table" if nccl else "no measurement hpcbench can read"
+        out.append(Sample(state=NOT_MEASURED, ok=False, framework="?", world_size=nranks,
+                          ranks_per_node=_layout(base["nodes"], nranks), reason=what, inferred="; ".join(how),
+                          **base))
+    notes += [f"{path.name}: inferred {s.inferred}" for s in out if s.inferred and s.state != NOT_MEASURED]
+    return out
+
+
+def _precision(head: str) -> str | None:
+    return "fp16" if _FP16.search(head) else None
+
+
+def _allreduce_row(r: dict[str, Any]) -> AllreduceRow:
+    wrong = r.get("oop_wrong")
+    return AllreduceRow(size_bytes=int(r["size"]), count=int(r.get("count") or 0), dtype=str(r.get("type") or "?"),
+                        time_us=float(r["oop_time_us"]), algbw_gbps=float(r["oop_algbw"]),
+                        busbw_gbps=float(r["oop_busbw"]),
+                        wrong=int(wrong) if isinstance(wrong, (int, float)) else -1)

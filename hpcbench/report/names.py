@@ -1,0 +1,64 @@
+"""How the report names points and curves: by what they are (framework, backend, model, network, hosts,
+ranks), never by a file name unless nothing else tells two logs apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpcbench.report.aggregate import Agg
+
+
+def parsed_logs(a: Agg) -> list[dict[str, Any]]:
+    """What hpcbench.parse read from the point's logs (parsed once, on first use)."""
+    s = next((s for s in a.samples if s.ok), a.first)
+    if not s.parsed and s.logs:
+        from hpcbench.parse import parse_file
+
+        s.parsed = [parse_file(f) for f in s.logs]
+    return s.parsed
+
+
+def network(a: Agg) -> str | None:
+    """The network NCCL said it used, where a log shows it."""
+    return next((p["nccl"]["network"] for p in parsed_logs(a) if (p.get("nccl") or {}).get("network")), None)
+
+
+def unit(aggs: list[Agg]) -> str:
+    """What a rank is: a GPU when any point ran on GPUs, else just a rank."""
+    return "GPUs (ranks)" if any(a.device == "cuda" for a in aggs) else "ranks"
+
+
+def placement(a: Agg) -> str:
+    """'2 hosts × 4', '1 host (2 Slurm nodes) × 2', '? × 8'."""
+    per = a.ranks_per_node if a.ranks_per_node is not None else "?"
+    if a.one_host_posing:
+        return f"1 host ({a.nodes} Slurm nodes) × {per}"
+    if a.servers is None:
+        return f"{a.world_size or '?'} ranks, hosts not shown"
+    return f"{a.servers} host{'s' if a.servers != 1 else ''} × {per}"
+
+
+def what(a: Agg) -> str:
+    """framework-backend and model (the collective, for a communication benchmark)."""
+    if a.framework == "nccl-tests":
+        return f"nccl-tests {a.model}"
+    fw = a.framework if a.framework not in ("?", None) else "?"
+    backend = f"-{a.backend}" if a.backend not in ("?", None, "none") else ""
+    model = f" {a.model}" if a.kind == "train" and a.model not in ("?", None) else ""
+    return f"{fw}{backend}{model}"
+
+
+def point_name(a: Agg) -> str:
+    """A point on a plot or in a legend: what ran, over which network, where."""
+    net = network(a)
+    return f"{what(a)}, {placement(a)}" + (f", {net}" if net else "")
+
+
+def names_apart(aggs: list[Agg], name: Any = point_name) -> dict[int, str]:
+    """id(agg) -> its name; logs that the name does not tell apart get their file name added."""
+    first = {id(a): name(a) for a in aggs}
+    counts: dict[str, int] = {}
+    for n in first.values():
+        counts[n] = counts.get(n, 0) + 1
+    return {k: (f"{n} [{a.label}]" if counts[n] > 1 and a.point_id is None else n)
+            for a in aggs for k, n in [(id(a), first[id(a)])]}
