@@ -19,6 +19,7 @@ class Finding:
     evidence: str | None = None  # where it shows: a file and line, or a record field and its value
     effect: str | None = None  # how much it costs, where that can be estimated
     subject: str | None = None  # what it is about: a log file, a point, an area of the installation
+    cost: float | None = None  # the share of the step time it costs, where estimated: findings are ranked by it
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -46,3 +47,8 @@ def worst(findings: Iterable[Finding]) -> str | None:
 def rank(f: Finding) -> int:
     """0 for the most severe: sort findings with this."""
     return SEVERITIES.index(f.severity)
+
+
+def ranked(findings: Iterable[Finding]) -> list[Finding]:
+    """The largest estimated cost first, then the most severe; findings without a cost after those with one."""
+    return sorted(findings, key=lambda f: (f.cost is None, -(f.cost or 0.0), rank(f)))

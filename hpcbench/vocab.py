@@ -31,6 +31,7 @@ class ModelInfo:
     input_shape: tuple[int, ...]  # one sample, channels first
     num_classes: int  # for a language model: the vocabulary, predicted at every position
     description: str
+    params: int  # trainable parameters: the gradient a data-parallel step reduces (tests check against torch)
     tokens: bool = False  # input is token ids of shape input_shape (sequence length), not floats
 
 
@@ -40,15 +41,15 @@ LSTM_SEQ_LEN = 35
 MODELS: dict[str, ModelInfo] = {
     m.name: m
     for m in (
-        ModelInfo("mlp", (1, 28, 28), 10, "two-layer perceptron on 28x28 inputs; tiny, for smoke tests"),
-        ModelInfo("mnist_cnn", (1, 28, 28), 10, "the CNN of Horovod's pytorch_mnist example"),
-        ModelInfo("resnet18", (3, 224, 224), 1000, "torchvision ResNet-18, ImageNet shape"),
-        ModelInfo("resnet50", (3, 224, 224), 1000, "torchvision ResNet-50, ImageNet shape"),
-        ModelInfo("resnet101", (3, 224, 224), 1000, "torchvision ResNet-101, ImageNet shape"),
-        ModelInfo("cifar_resnet18", (3, 32, 32), 10, "ResNet-18 for CIFAR-10: 3x3 stem, no max-pool"),
+        ModelInfo("mlp", (1, 28, 28), 10, "two-layer perceptron on 28x28 inputs; tiny, for smoke tests", 101_770),
+        ModelInfo("mnist_cnn", (1, 28, 28), 10, "the CNN of Horovod's pytorch_mnist example", 21_840),
+        ModelInfo("resnet18", (3, 224, 224), 1000, "torchvision ResNet-18, ImageNet shape", 11_689_512),
+        ModelInfo("resnet50", (3, 224, 224), 1000, "torchvision ResNet-50, ImageNet shape", 25_557_032),
+        ModelInfo("resnet101", (3, 224, 224), 1000, "torchvision ResNet-101, ImageNet shape", 44_549_160),
+        ModelInfo("cifar_resnet18", (3, 32, 32), 10, "ResNet-18 for CIFAR-10: 3x3 stem, no max-pool", 11_173_962),
         ModelInfo("lstm_lm", (LSTM_SEQ_LEN,), LSTM_VOCAB, "LSTM language model: embedding, 2-layer LSTM, "
                   "linear over the vocabulary; few FLOPs per parameter, so communication weighs more than in CNNs",
-                  tokens=True),
+                  4_653_200, tokens=True),
     )
 }
 

@@ -95,7 +95,14 @@ def test_check_exit_codes(cli, tmp_path):
     assert ok.returncode == 0 and "[ib-without-gdrdma]" in ok.stdout
     prov = write(tmp_path / "provenance-rank0.json", json.dumps({"infiniband": {"devices": ["mlx5_0"]}}))
     via_prov = cli("check", str(write(tmp_path / "s.log", TWO_HOSTS_SOCKET)), "--provenance", str(prov), "--format", "json")
-    assert via_prov.returncode == 1 and json.loads(via_prov.stdout)[0]["rule"] == "socket-with-ib"
+    found = json.loads(via_prov.stdout)
+    assert via_prov.returncode == 1 and [f["rule"] for f in found] == ["network", "socket-with-ib"]
+    # the verdict line names the network and the IB device that NCCL did not use
+    assert found[0]["claim"] == ("inter-node: NET/Socket while an IB device is visible in the provenance of a rank "
+                                 "(mlx5_0)")
     garbage = write(tmp_path / "g.log", "\x00\x01 nothing here\n")
     g = cli("check", str(garbage), "--gpu")
     assert g.returncode == 0 and "[no-nccl-lines]" in g.stdout and "[unparsable]" in g.stdout
+    # a Socket-only log gets its verdict, never a bare "0 errors, 0 warnings, 0 notes"
+    sock = cli("check", str(LOGS / "nccl_socket-ring-manynodes_15.log"))
+    assert "[network] inter-node: NET/Socket (no IB device seen)" in sock.stdout and "1 notes" in sock.stdout

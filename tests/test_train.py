@@ -13,6 +13,7 @@ from conftest import CPU_BACKENDS, NO_DDP_MPI, sweep_ok, write
 
 from hpcbench.rundir import RunDir
 from hpcbench.stats import mean_ci95, t975
+from hpcbench.vocab import MODELS  # noqa: E402
 
 pytestmark = pytest.mark.torch  # runs the real torch workload (or probes torch)
 
@@ -231,6 +232,14 @@ def test_models_match_their_references():
     assert tuple(cifar(torch.randn(2, 3, 32, 32)).shape) == (2, 10)
     lm = build_model("lstm_lm")
     assert tuple(lm(torch.randint(0, 10000, (2, 35))).shape) == (2, 35, 10000) and lm.lstm.num_layers == 2
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_registry_parameter_counts_are_the_models(name):
+    """The scaling model reduces params x 4 bytes of gradient: the count planning knows must be torch's."""
+    from hpcbench.workloads.models import build_model
+
+    assert sum(p.numel() for p in build_model(name).parameters() if p.requires_grad) == MODELS[name].params
 
 
 def test_lstm_with_horovod_gloo_and_strong_scaling(cli, tmp_path):

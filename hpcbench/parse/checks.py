@@ -82,3 +82,34 @@ def check_parsed(parsed: dict[str, Any], provenance: list[dict] | None = None, *
         out.append(Finding(WARNING, "nccl-warn", f"NCCL WARN {w['message']}{times}; first from {who or 'an unknown rank'}",
                            "the first WARN is usually the root cause; later ranks fail because of it", subject=name))
     return out
+
+
+def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None) -> str:
+    """One line on the network a log shows, e.g. 'inter-node: NET/IB over RoCE (mlx5_4), GPUDirect RDMA on 2/4
+    edges' or 'inter-node: NET/Socket (no IB device seen)'; for a one-host job, what its GPUs used."""
+    nccl = parsed.get("nccl")
+    if nccl is None:
+        return "no NCCL lines: nothing to say about the network"
+    edges = nccl.get("edges") or []
+    inter = [e for e in edges if e.get("scope") == "inter"]
+    hosts = len(nccl.get("hosts") or [])
+    layer, devices, network = nccl.get("ib_link_layer"), nccl.get("ib_devices") or [], nccl.get("network")
+    if not inter and hosts <= 1:
+        intra = sorted({e["transport"] for e in edges if e.get("transport")}) or nccl.get("transports") or []
+        text = f"one host: {', '.join(intra)}" if intra else "no transport lines"
+        text += " (NVLS)" if nccl.get("nvls_used") else ""
+        return text + (f"; network {network}{f' over {layer}' if layer else ''} selected" if network else "")
+    net = sorted({e["transport"].removesuffix("/GDRDMA") for e in inter if e.get("transport")})
+    if not net:  # no edge lines: the selection line says which network
+        net = [f"NET/{network}"] if network else ["network not shown"]
+    text = f"inter-node: {', '.join(net)}"
+    if any(t.startswith("NET/IB") for t in net) or network == "IB":
+        over = f" over {layer}" if layer else ""
+        text += f"{over} ({', '.join(devices[:2])}{', ...' if len(devices) > 2 else ''})" if devices else over
+        gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
+        if inter:
+            text += f", GPUDirect RDMA on {gdr}/{len(inter)} edges"
+    elif any(t.startswith("NET/Socket") for t in net):
+        seen = _ib_visible(nccl, provenance)
+        text += f" while an IB device is visible {seen}" if seen else " (no IB device seen)"
+    return text

@@ -1,4 +1,4 @@
-"""The work behind ``hpcbench parse`` and ``hpcbench check`` (hpcbench/cli.py keeps only the argument wiring)."""
+"""The work behind ``hpcbench parse`` and ``hpcbench check`` (hpcbench/cli keeps only the argument wiring)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from hpcbench.errors import ConfigError, NoSuchFile, read_text
 from hpcbench.findings import Finding
 from hpcbench.parse.api import parse_file
-from hpcbench.parse.checks import check_parsed
+from hpcbench.parse.checks import check_parsed, verdict
 from hpcbench.tabular import format_table
 from hpcbench.vocab import ERROR, INFO, WARNING
 
@@ -91,6 +91,8 @@ def check_command(files: list[str], gpu: bool, provenance: list[str], fmt: str) 
     findings: list[Finding] = []
     docs = _parse_all(files)
     for d in docs:
+        # every file gets its network verdict, a Socket-only log too
+        findings.append(Finding(INFO, "network", verdict(d, prov or None), subject=d["file"]))
         findings += check_parsed(d, prov or None, gpu=gpu or None)
         findings += [Finding(WARNING, "unparsable", w, subject=d["file"]) for w in d["warnings"]]
     if fmt == "json":

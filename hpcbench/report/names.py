@@ -5,17 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpcbench.explain.context import parsed_logs
 from hpcbench.report.aggregate import Agg
-
-
-def parsed_logs(a: Agg) -> list[dict[str, Any]]:
-    """What hpcbench.parse read from the point's logs (parsed once, on first use)."""
-    s = next((s for s in a.samples if s.ok), a.first)
-    if not s.parsed and s.logs:
-        from hpcbench.parse import parse_file
-
-        s.parsed = [parse_file(f) for f in s.logs]
-    return s.parsed
 
 
 def network(a: Agg) -> str | None:

@@ -153,13 +153,27 @@ def _binary_sizes(ax: Any) -> None:
         label.set_fontsize(7)
 
 
-def allreduce_bw(aggs: list[Agg]) -> Any:
+def allreduce_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> Any:
+    """busbw per size; where the slowest link's peak is known, a dashed line at it in the series' colour
+    and the largest size's share of it, so a curve is read against what the hardware can do."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    for name, _, curve in curves(aggs):
+    drawn: set[float] = set()
+    for name, a, curve in curves(aggs):
         pts = [(n, v[0]) for n, v in sorted(curve.items()) if v[0] > 0]  # busbw is 0 at one rank: off a log axis
-        if pts:
-            ax.plot(*zip(*pts), marker=".", label=name)
+        if not pts:
+            continue
+        line = ax.plot(*zip(*pts), marker=".", label=name)[0]
+        peak = (peaks or {}).get(id(a), (None, ""))[0]
+        if peak is None:
+            continue
+        if peak.gbps not in drawn:  # one line per distinct peak, however many series share it
+            drawn.add(peak.gbps)
+            ax.axhline(peak.gbps, color=line.get_color(), linestyle="--", linewidth=1,
+                       label=f"peak {peak.gbps:g} GB/s: {peak.link}")
+        x, y = pts[-1]
+        ax.annotate(f"{y / peak.gbps:.0%} of peak", (x, y), textcoords="offset points", xytext=(-4, 6),
+                    ha="right", fontsize=7, color=line.get_color())
     _binary_sizes(ax)
     ax.set_yscale("log")
     ax.set(title="Allreduce bus bandwidth vs message size (log-log)", xlabel="message size",
@@ -229,13 +243,13 @@ def _finish(ax: Any) -> None:
         ax.legend(fontsize=6 if len(handles) > MANY else 7, ncol=2 if len(handles) > 2 * MANY else 1)
 
 
-PLOTS: dict[str, tuple[str, Callable[..., Any], bool]] = {
-    # file name -> (what it shows, function, whether it takes the baseline description)
-    "scalability.png": ("throughput vs ranks", scalability, True),
-    "speedup_efficiency.png": ("speedup and efficiency vs ranks", speedup_efficiency, True),
-    "allreduce_busbw.png": ("allreduce busbw vs message size", allreduce_bw, False),
-    "allreduce_latency.png": ("allreduce time for small messages", allreduce_latency, False),
-    "comm_compute.png": ("communication and compute per point", comm_compute, False),
+PLOTS: dict[str, tuple[str, Callable[..., Any], str]] = {
+    # file name -> (what it shows, function, what it takes besides the points: "baseline", "peaks" or "")
+    "scalability.png": ("throughput vs ranks", scalability, "baseline"),
+    "speedup_efficiency.png": ("speedup and efficiency vs ranks", speedup_efficiency, "baseline"),
+    "allreduce_busbw.png": ("allreduce busbw vs message size", allreduce_bw, "peaks"),
+    "allreduce_latency.png": ("allreduce time for small messages", allreduce_latency, ""),
+    "comm_compute.png": ("communication and compute per point", comm_compute, ""),
 }
 
 
@@ -245,15 +259,17 @@ def has_data(name: str, aggs: list[Agg]) -> bool:
     return any(a.ok and a.throughput for a in train(aggs))
 
 
-def write_all(aggs: list[Agg], out: Path, baseline_mode: str) -> dict[str, str]:
+def write_all(aggs: list[Agg], out: Path, baseline_mode: str,
+              peaks: dict[int, tuple[Any, str]] | None = None) -> dict[str, str]:
     """Draw every plot that has data into ``out``; return file name -> a note (written, or why not)."""
     plt = None
     done: dict[str, str] = {}
-    for name, (shows, fn, takes_baseline) in PLOTS.items():
+    extra = {"baseline": baseline_mode, "peaks": peaks}
+    for name, (shows, fn, takes) in PLOTS.items():
         if not has_data(name, aggs):
             done[name] = f"not drawn: no data for {shows}"
             continue
-        fig = fn(aggs, baseline_mode) if takes_baseline else fn(aggs)
+        fig = fn(aggs, extra[takes]) if takes else fn(aggs)
         fig.savefig(out / name, dpi=DPI)
         plt = plt or _plt()
         plt.close(fig)

@@ -53,6 +53,7 @@ class _Measured:
     logs: list[Path] = field(default_factory=list)  # files whose NCCL lines tell the transports
     provenance: list[dict[str, Any]] = field(default_factory=list)
     parsed: list[dict[str, Any]] = field(default_factory=list)  # hpcbench.parse.parse_file output, filled lazily
+    record: ResultRecord | None = None  # the result record itself, for the evidence the explain rules read
     speedup: float | None = None  # filled by baseline.apply
     efficiency: float | None = None
 
@@ -136,7 +137,7 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
         "gpu_util_min": gpu.util_min if gpu else None, "gpu_samples": gpu.samples if gpu else None,
         "gpu_reason": rec.gpu_reason, "affinity_ok": rec.affinity_ok, "nodes_seen": " ".join(rec.slurm_nodes) or None,
         "hosts": tuple(sorted({r.hostname for r in rec.ranks})), "n_steps": len(rec.step_times_s) or None,
-        "versions": dict(rec.versions), "allreduce": list(rec.allreduce),
+        "versions": dict(rec.versions), "allreduce": list(rec.allreduce), "record": rec,
     }
     kw.update(extra)
     return Sample(**kw)

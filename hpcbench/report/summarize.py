@@ -26,6 +26,11 @@ TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks"
                  "speedup", "efficiency", "reason")
 
 
+def peaks_of(why: list[Any]) -> dict[int, tuple[Any, str]]:
+    """id(point) -> (the slowest link's peak or None, why it is not known), for the table and the plot."""
+    return {id(w.point): (w.peak, w.peak_why) for w in why}
+
+
 @dataclass
 class Report:
     inputs: Inputs
@@ -33,6 +38,7 @@ class Report:
     baseline: baseline_mod.BaselineResult
     tables: list[Table]
     findings: dict[str, list[str]]
+    why: list[Any] = field(default_factory=list)  # hpcbench.explain.PointWhy per point
     check_errors: int = 0  # error-level transport checks
     regressions: int = 0  # references that failed
     plots: dict[str, str] = field(default_factory=dict)
@@ -41,6 +47,9 @@ class Report:
     @property
     def partial(self) -> bool:
         return self.inputs.partial
+
+    def peaks(self) -> dict[int, tuple[Any, str]]:
+        return peaks_of(self.why)
 
     def tidy(self) -> list[dict[str, Any]]:
         if self._tidy is None:
@@ -60,7 +69,8 @@ class Report:
 
 
 def build(paths: list[str | Path], baseline: str = "auto", references: str | Path | None = None,
-          cluster: str | None = None, inputs: Inputs | None = None) -> Report:
+          cluster: str | None = None, inputs: Inputs | None = None, allreduce_file: str | Path | None = None) -> Report:
+    from hpcbench.explain import explain
     from hpcbench.report import references as refs_mod
     from hpcbench.report.tables_allreduce import allreduce
     from hpcbench.report.tables_env import environment
@@ -71,13 +81,14 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
     inputs = inputs or load(paths, cluster)
     aggs = aggregate(inputs.samples)
     base = baseline_mod.apply(aggs, baseline)
+    why = explain(aggs, allreduce_file)
     intra, inter = intra_inter(aggs)
     for t in (intra, inter):
         t.notes += base.missing
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
-    tables = [intra, inter, allreduce(aggs), trans, env, comm_compute(aggs), placement(aggs), gpu]
+    tables = [intra, inter, allreduce(aggs, peaks_of(why)), trans, env, comm_compute(aggs), placement(aggs), gpu]
     regressions = 0
     if refs is not None:
         ref_table, regressions = refs_mod.check(refs, aggs)
@@ -94,7 +105,7 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
         "references": [f"{regressions} reference check(s) failed"] if regressions else [],
         "inferred from logs": inputs.notes,
     }
-    return Report(inputs, aggs, base, tables, findings,
+    return Report(inputs, aggs, base, tables, findings, why=why,
                   check_errors=sum(f.severity == "error" for f in check_findings), regressions=regressions)
 
 
@@ -122,7 +133,7 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
     if plots:
         from hpcbench.report.plots import write_all
 
-        report.plots = write_all(report.aggs, out, report.baseline.mode)
+        report.plots = write_all(report.aggs, out, report.baseline.mode, report.peaks())
     rows = report.tidy()
     csv_text = format_table(rows, TIDY_COLUMNS, fmt="csv")
     atomic_write_text(out / "records.csv", csv_text)

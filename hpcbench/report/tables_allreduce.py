@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hpcbench.report.aggregate import Agg, mean
 from hpcbench.report.fmt import clip, num, size
 from hpcbench.report.names import names_apart
@@ -25,11 +27,22 @@ def curves(aggs: list[Agg]) -> list[tuple[str, Agg, Curve]]:
     return out  # type: ignore[return-value]
 
 
-def allreduce(aggs: list[Agg]) -> Table:
+def _of_peak(curve: Curve, peak: Any) -> str:
+    """The largest size's busbw against the peak of the slowest link the traffic crosses."""
+    top = curve[max(curve)][0] if curve else None
+    if peak is None or top is None:
+        return "peak unknown"
+    return f"{top / peak.gbps:.0%} of {peak.gbps:g} GB/s"
+
+
+def allreduce(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> Table:
     data = curves(aggs)
+    peaks = peaks or {}
     sizes = sorted({k for _, _, c in data for k in c})
     rows = [[size(n), *(f"{num(c[n][0])} ({num(c[n][1])})" if n in c else "—" for _, _, c in data)]
             for n in sizes]
+    if rows:  # speed of light: where the link is known, how close the largest message came to it
+        rows.append(["largest size vs link peak", *(_of_peak(c, peaks.get(id(a), (None, ""))[0]) for _, a, c in data)])
     t = Table("allreduce", "Allreduce bandwidth: busbw (algbw), GB/s",
               ["message size", *(name for name, _, _ in data)], rows, empty="no allreduce points")
     wrong = sorted({a.label for a in aggs for s in a.samples for r in s.allreduce if r.wrong > 0})
@@ -38,6 +51,10 @@ def allreduce(aggs: list[Agg]) -> Table:
                        "out-of-place figures for nccl-tests logs")
     if wrong:
         t.notes.append(f"wrong results (elements that differ from the expected sum) in: {', '.join(wrong)}")
+    for name, a, _ in data:
+        peak, why = peaks.get(id(a), (None, ""))
+        t.notes.append(f"link peak of {name}: " + (f"{peak.gbps:g} GB/s, {peak.link} ({peak.source})" if peak
+                                                     else f"unknown: {why}" if why else "not looked up"))
     # a failed allreduce point has no column to be in: it is said here, never dropped
     t.notes += [f"no data: {a.name}: {a.state}" + (f": {clip(a.reason, 120)}" if a.reason else "")
                 for a in aggs if a.kind != "train" and not a.ok and a.measures]

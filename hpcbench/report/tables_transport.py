@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hpcbench.explain.context import parsed_logs
 from hpcbench.findings import Finding, rank
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip
-from hpcbench.report.names import parsed_logs
 from hpcbench.tabular import Table
 
 

@@ -1,0 +1,88 @@
+"""``hpcbench <verb>``: the one command-line front end. Each verb is a thin layer over library calls;
+its arguments are declared next to it (cli/run.py, cli/results.py, cli/node.py) and listed in VERBS."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+from hpcbench import __version__
+from hpcbench.cli import node, results, run
+from hpcbench.cli.common import Args
+from hpcbench.errors import HpcbenchError
+
+VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Args], int]], ...] = (
+    ("sweep", "expand a sweep file into jobs and run or submit them", run.args_sweep, run.cmd_sweep),
+    ("plan", "same as 'sweep --dry-run': print the matrix, write the job scripts", run.args_plan, run.cmd_plan),
+    ("summarize", "scaling report of runs or logs: tables, plots, report.md, references", results.args_summarize,
+     results.cmd_summarize),
+    ("explain", "why each point scales as it does: ranked findings with evidence, effect and fix",
+     results.args_explain, results.cmd_explain),
+    ("status", "the state and reason of every point of a run (one squeue call per poll)", run.args_status,
+     run.cmd_status),
+    ("resubmit", "submit again the points of a run that ended in the given states", run.args_resubmit,
+     run.cmd_resubmit),
+    ("cancel", "scancel every queued or running job of a run", run.args_run_dir, run.cmd_cancel),
+    ("parse", "read NCCL, nccl-tests, Horovod logs and hpcbench records from any log files", results.args_parse,
+     results.cmd_parse),
+    ("check", "check NCCL transports in logs (exit 1 when an error-level check fails)", results.args_check,
+     results.cmd_check),
+    ("data", "real data sets for the training workload (jobs never download)", node.args_data, node.cmd_data),
+    ("doctor", "check this login node: Slurm, accounting, MPI plugins, modules, Python, shared run dir",
+     node.args_doctor, node.cmd_doctor),
+    ("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)", node.args_minicluster,
+     node.cmd_minicluster),
+    ("env", "what this node can run (torch.distributed, Horovod build) and its provenance", node.args_env,
+     node.cmd_env),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="hpcbench", description="Plan, run and explain distributed training scaling on Slurm.")
+    ap.add_argument("--version", action="version", version=f"hpcbench {__version__}")
+    ap.add_argument("--debug", action="store_true", help="show tracebacks")
+    # --debug is accepted after the verb too, so `python -m hpcbench.sweep FILE --debug` works.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    sub = ap.add_subparsers(dest="command", metavar="<command>")
+    for name, help_text, add_args, func in VERBS:
+        p = sub.add_parser(name, help=help_text, parents=[common])
+        add_args(p)
+        p.set_defaults(func=func)
+    return ap
+
+
+def main(argv: list[str] | None = None, prog: str | None = None,
+         parser: Callable[[], argparse.ArgumentParser] = build_parser) -> int:
+    ap = parser()
+    if prog:
+        ap.prog = prog
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help()
+        return 2
+    try:
+        rc = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's shutdown
+        return rc
+    except BrokenPipeError:
+        return _reader_gone()
+    except HpcbenchError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {e}" + (f" (hint: {e.hint})" if e.hint else ""), file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _reader_gone() -> int:
+    """The command reading our output went away (`| head`, `| true`): stop quietly, as Unix tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # Python's own final flush must not raise again
+    return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by a closed pipe
+

@@ -1,0 +1,163 @@
+"""Verbs that plan and run a study: sweep, plan, status, resubmit, cancel."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hpcbench.cli.common import Args, echo, profile_arg
+from hpcbench.vocab import RESUBMIT_DEFAULT, SUBMITTERS
+
+if TYPE_CHECKING:
+    from hpcbench.plan.spec import SweepSpec
+    from hpcbench.rundir import RunDir
+    from hpcbench.submit.backends.base import Backend
+
+PLAN_ROWS_SHOWN = 200  # a 10,000-row table helps nobody on a terminal; plan.json has every point
+
+
+def cmd_sweep(args: Args) -> int:
+    from hpcbench.plan import spec as spec_mod
+    from hpcbench.plan.expand import PLAN_COLUMNS, plan_rows
+    from hpcbench.submit.runner import SweepOptions, make_backend, prepare
+    from hpcbench.tabular import format_table
+
+    opts = SweepOptions(backend=args.backend, dry_run=args.dry_run, wait=args.wait,
+                        run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
+                        poll_s=args.poll, force=getattr(args, "force", False), hold=getattr(args, "hold", False))
+    spec = spec_mod.load(args.file, profile_arg(args.cluster))
+    backend = None if opts.dry_run else make_backend(opts.backend, opts.hold)
+    if backend is not None:
+        backend.check(spec)
+    rd, points, python = prepare(spec, opts)
+    echo(f"sweep {spec.sweep.name}: {len(points)} points -> {rd.root}")
+    shown = points[:PLAN_ROWS_SHOWN]
+    echo(format_table(plan_rows(shown), PLAN_COLUMNS))
+    if len(shown) < len(points):
+        echo(f"... and {len(points) - len(shown)} more points (all of them in {rd.plan_json})")
+    if backend is None:
+        echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted")
+        return 0
+    echo(f"submitting with backend {backend.name}:")
+    return _submit_and_follow(spec, rd, python, backend, opts.wait, opts.poll_s, force=opts.force)
+
+
+def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, wait: bool, poll_s: float,
+                       **kw: Any) -> int:
+    from hpcbench.submit.runner import wait as wait_for
+    from hpcbench.submit.submission import submit_points
+
+    report = submit_points(spec, rd, python, backend, echo, poll_s=poll_s, **kw)
+    if report.packs:
+        echo(f"packed {report.packed_points} points into {report.packs} allocation(s): "
+              f"{report.allocations_saved} allocation(s) saved")
+    if backend.queued and not wait:
+        echo(f"submitted {report.submitted}, refused {report.failed}; follow with: hpcbench status {rd.root} --wait")
+        return 1 if report.failed else 0
+    if backend.queued:
+        wait_for(rd, poll_s, echo)
+    from hpcbench.report.summarize import summarize
+
+    text, rows = summarize(rd, "table")
+    print(text, end="" if text.endswith("\n") else "\n")
+    echo(f"summary: {rd.summary_csv}")
+    echo(f"next: hpcbench summarize {rd.root}   (the report: tables, plots, report.md)")
+    return 1 if (report.failed or any(not r["ok"] for r in rows)) else 0
+
+
+def cmd_plan(args: Args) -> int:
+    args.dry_run, args.backend, args.wait, args.poll = True, "auto", False, 5.0
+    return cmd_sweep(args)
+
+
+def args_sweep(p: argparse.ArgumentParser, submit: bool = True) -> None:
+    p.add_argument("file", help="sweep file (TOML), e.g. sweeps/local.toml")
+    p.add_argument("--run-dir", help="run directory to create (default: RUNS_ROOT/<sweep>-<UTC time>)")
+    p.add_argument("--runs-root", default="runs", help="where timestamped run directories go (default: runs)")
+    p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
+                   help="cluster profile (clusters/NAME.toml or a path) in place of the sweep's own; "
+                        "default: $HPCBENCH_CLUSTER")
+    if submit:
+        p.add_argument("--backend", choices=SUBMITTERS, default="auto",
+                       help="how to run the points; auto = sbatch when it is on PATH, else local")
+        p.add_argument("--dry-run", action="store_true",
+                       help="print the plan and write every job script, but submit nothing")
+        args_submit(p)
+        p.add_argument("--force", action="store_true",
+                       help="with an existing --run-dir: resubmit every point, cancelling its live job first")
+
+
+def args_plan(p: argparse.ArgumentParser) -> None:
+    args_sweep(p, submit=False)
+
+
+def args_submit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wait", action="store_true", help="block until every point is final, then summarize")
+    p.add_argument("--poll", type=float, default=5.0, help="seconds between queue polls with --wait")
+    p.add_argument("--hold", action="store_true",
+                   help="sbatch --hold: queue the jobs held, to start with 'scontrol release' (sbatch backend)")
+
+
+def cmd_status(args: Args) -> int:
+    from hpcbench.rundir import RunDir
+    from hpcbench.submit.runner import wait
+    from hpcbench.submit.status import collect, scheduler_view, status_table
+
+    rd = RunDir.open(Path(args.run_dir))
+    states = wait(rd, args.poll, echo) if args.wait else collect(rd, scheduler_view(rd))
+    echo(status_table(states))
+    # Without --wait the states are a report; with it, scripts want to know whether all went well.
+    return 1 if args.wait and not all(s.ok for s in states) else 0
+
+
+def args_run_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", help="a run directory made by 'hpcbench sweep'")
+
+
+def args_status(p: argparse.ArgumentParser) -> None:
+    args_run_dir(p)
+    p.add_argument("--wait", action="store_true", help="show a progress line until every point is final")
+    p.add_argument("--poll", type=float, default=5.0, help="seconds between polls with --wait")
+
+
+def cmd_resubmit(args: Args) -> int:
+    from hpcbench.rundir import RunDir
+    from hpcbench.submit.runner import make_backend, render_all, reopen_spec
+    from hpcbench.submit.status import parse_states
+    from hpcbench.submit.submission import states_of
+
+    rd = RunDir.open(Path(args.run_dir))
+    wanted = parse_states(args.state)
+    spec = reopen_spec(rd, profile_arg(args.cluster))
+    name = args.backend
+    if name == "auto":  # the backend the run was submitted with
+        used = [s.get("backend") for s in rd.submissions().values() if s.get("backend")]
+        name = max(set(used), key=used.count) if used else "auto"
+    backend = make_backend(name, args.hold)
+    backend.check(spec)
+    python = spec.slurm.python or sys.executable
+    render_all(spec, rd, rd.points(), python)
+    echo(f"resubmitting points of {rd.root} in state {', '.join(wanted)} with backend {backend.name}:")
+    return _submit_and_follow(spec, rd, python, backend, args.wait, args.poll, select=states_of(wanted))
+
+
+def args_resubmit(p: argparse.ArgumentParser) -> None:
+    args_run_dir(p)
+    p.add_argument("--state", default=",".join(RESUBMIT_DEFAULT),
+                   help=f"comma-separated states to redo (default: {','.join(RESUBMIT_DEFAULT)})")
+    p.add_argument("--backend", choices=SUBMITTERS, default="auto",
+                   help="default: the backend the run was submitted with")
+    p.add_argument("--cluster", default=None,
+                   help="cluster profile (clusters/NAME.toml or a path); default: the one the sweep used")
+    args_submit(p)
+
+
+def cmd_cancel(args: Args) -> int:
+    from hpcbench.rundir import RunDir
+    from hpcbench.submit.submission import cancel_run
+
+    cancel_run(RunDir.open(Path(args.run_dir)), echo)
+    return 0

@@ -1,0 +1,97 @@
+"""The limits a point is measured against: the peak of the slowest link its traffic crosses (speed of
+light), and the alpha-beta scaling model that says what its step time should be on the measured
+allreduce curve. A gap between measured and modelled is itself a finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hpcbench.explain import links, model
+from hpcbench.explain.context import Context
+from hpcbench.findings import Finding
+from hpcbench.vocab import INFO, MODELS, WARNING
+
+GAP = 0.10  # measured efficiency this far below the model's is something the model does not explain
+
+
+def peak(ctx: Context) -> tuple[links.Peak | None, str]:
+    """The peak of the slowest link a communication point's traffic crosses, or None and why."""
+    p = ctx.point
+    hosts = ctx.hosts()
+    inter = len(hosts) > 1 or any(t.startswith("NET/") for t in ctx.transports("inter"))
+    if p.device == "cpu" and not inter:
+        return None, "all ranks on one host talk through loopback and shared memory: no link in the table"
+    if inter:
+        return links.between_hosts(ctx.network(), ctx.provenance, p.ranks_per_node or 1)
+    nvls = any(n.get("nvls_used") for n in ctx.nccl)
+    return links.within_host(ctx.gpu_models(), nvls, ctx.transports())
+
+
+def _curve(point: Any) -> dict[int, float]:
+    rows: dict[int, list[float]] = {}
+    for s in point.samples:
+        for r in s.allreduce:
+            rows.setdefault(r.size_bytes, []).append(r.time_us)
+    return {size: sum(v) / len(v) for size, v in rows.items()}
+
+
+def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[Any, model.Fit]:
+    """Allreduce curves fitted per (framework, backend, nodes, ranks per node); key None: --allreduce FILE."""
+    out: dict[Any, model.Fit] = {}
+    for a in points:
+        if a.kind != "train" and a.ok and any(s.allreduce for s in a.samples):
+            f = model.fit(_curve(a), f"the run's allreduce point {a.label}")
+            if f:
+                out[(a.framework, a.backend, a.nodes, a.ranks_per_node)] = f
+    if allreduce_file is not None:
+        from hpcbench.parse import parse_file
+
+        tests = parse_file(allreduce_file).get("nccl_tests") or {}
+        curve = {int(r["size"]): float(r["oop_time_us"]) for r in tests.get("rows") or [] if r.get("oop_time_us")}
+        f = model.fit(curve, Path(allreduce_file).name)
+        if f:
+            out[None] = f
+    return out
+
+
+def prediction(p: Any, fitted: dict[Any, model.Fit]) -> tuple[model.Prediction | None, model.Fit | None, str]:
+    """A training point's modelled step: (prediction, the curve it used, what is missing when there is none)."""
+    fit = fitted.get((p.framework, p.backend, p.nodes, p.ranks_per_node)) or fitted.get(None)
+    info = MODELS.get(p.model)
+    if fit is None:
+        return None, None, ("an allreduce curve of the same framework, backend and placement (run kind = "
+                            "\"allreduce\" with the same nodes x ranks, or give --allreduce FILE)")
+    if p.compute_time_s is None:
+        return None, fit, "the compute-only time (comm_split = true)"
+    if info is None:
+        return None, fit, f"the parameter count of model {p.model!r}"
+    return model.predict(p.compute_time_s, info.params, p.framework, fit), fit, ""
+
+
+def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Finding]) -> list[Finding]:
+    p = ctx.point
+    if p.kind != "train" or not p.ok or p.world_size in (None, 1) or p.framework not in ("ddp", "horovod"):
+        return []
+    pred, fit, missing = prediction(p, fitted)
+    if pred is None or fit is None:
+        return [Finding(INFO, "model", f"no scaling model for this point: it needs {missing}", subject=ctx.name)]
+    text = f"model: step {pred.step_s * 1e3:.1f} ms (compute {p.compute_time_s * 1e3:.1f} + exposed " \
+           f"{pred.exposed_s * 1e3:.1f}) against {p.step_time_s * 1e3:.1f} ms measured"
+    evidence = f"{pred.describe(p.framework)}; curve: {fit.describe()}"
+    if p.efficiency is None or not p.step_time_s:
+        return [Finding(INFO, "model", text, evidence=evidence, subject=ctx.name)]
+    # efficiency is inversely proportional to the step time at a fixed point (weak or strong scaling alike),
+    # so the model's efficiency is the measured one scaled by measured / modelled step
+    eff_model = p.efficiency * p.step_time_s / pred.step_s
+    gap = eff_model - p.efficiency
+    claim = f"measured efficiency {p.efficiency:.0%}, model {eff_model:.0%}"
+    if gap < GAP:
+        return [Finding(INFO, "model", f"{claim}: the link and the framework's grouping explain it ({text})",
+                        evidence=evidence, subject=ctx.name)]
+    leads = [f"{f.rule}" for f in others if f.severity == WARNING and f.rule not in ("few-repeats",)]
+    see = f"; see {', '.join(dict.fromkeys(leads))}" if leads else "; no other finding explains it"
+    return [Finding(WARNING, "model-gap", f"{claim}: the model does not explain {gap * 100:.0f} points{see}",
+                    "the findings above, or collect what is missing (straggler and load evidence, provenance)",
+                    evidence, f"{gap * 100:.0f} efficiency points", ctx.name,
+                    (p.step_time_s - pred.step_s) / p.step_time_s if p.step_time_s > pred.step_s else None)]

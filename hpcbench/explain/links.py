@@ -1,0 +1,118 @@
+"""Speed of light: the peak of the slowest link a point's traffic crosses, from the table in links.toml.
+
+Which link: between hosts, the network NCCL used (IB port rate from sysfs, Ethernet/RoCE speed);
+inside one host, NVLink by GPU model (NVLS where NCCL used it); a peak that cannot be known from
+the evidence is None with the reason, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Peak:
+    gbps: float  # GB/s, unidirectional, per GPU (what busbw is compared with)
+    link: str  # which link, as the table names it, and how it was identified
+    practical: float | None = None  # what NVIDIA maintainers quote as achievable busbw, where they do
+    source: str = ""
+
+    def share(self, busbw: float) -> float:
+        return busbw / self.gbps
+
+
+@cache
+def table() -> list[dict[str, Any]]:
+    return tomllib.loads((Path(__file__).with_name("links.toml")).read_text(encoding="utf-8"))["link"]
+
+
+def _peak(entry: dict[str, Any], how: str, scale: float = 1.0) -> Peak:
+    practical = entry.get("practical")
+    return Peak(entry["peak"] * scale, f"{entry['name']}{how}", practical * scale if practical else None,
+                entry.get("practical_source") or entry["source"])
+
+
+def nvlink(gpu: str, nvls: bool = False) -> Peak | None:
+    """NVLink (or NVLink SHARP, when NCCL used NVLS) of a GPU model, by its name."""
+    name = gpu.upper()  # nvidia-smi writes "A100-PCIE-40GB", tables "PCIe"
+    for e in table():
+        if e["kind"] == ("nvls" if nvls else "nvlink") and any(g.upper() in name for g in e["gpu"]) and \
+                not any(x.upper() in name for x in e.get("exclude", ())):
+            return _peak(e, f": {gpu}")
+    return None
+
+
+def ib(rate: str, ports: int = 1, gpus: int = 1) -> Peak | None:
+    """An InfiniBand port from its sysfs rate ("400 Gb/sec (4X NDR)"); ports shared by the GPUs of a node."""
+    m = re.search(r"\((\d+X \w+)\)", rate)
+    for e in table():
+        if e["kind"] == "ib" and m and e["rate"] == m.group(1):
+            share = min(ports, gpus) / gpus if gpus > ports else 1.0
+            return _peak(e, f": {rate}" + (f", {ports} port(s) for {gpus} GPUs" if share < 1 else ""), share)
+    return None
+
+
+def ethernet(mbps: int, name: str = "") -> Peak | None:
+    e = next(e for e in table() if e["kind"] == "ethernet")
+    return Peak(mbps * e["per_mbps"], f"Ethernet {mbps / 1000:g} Gb/s{f' ({name})' if name else ''}",
+                None, e["source"]) if mbps > 0 else None
+
+
+def _ports(prov: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Active IB/RoCE ports of the first node's provenance: {device, rate, link_layer}."""
+    for d in prov:
+        ports = [{"device": dev.get("name"), **p} for dev in (d.get("infiniband") or {}).get("devices") or []
+                 for p in dev.get("ports") or [] if "ACTIVE" in str(p.get("state", "")).upper()]
+        if ports:
+            return ports
+    return []
+
+
+def _fastest_nic(prov: list[dict[str, Any]]) -> tuple[int, str]:
+    nics = [n for d in prov[:1] for n in d.get("nics") or [] if n.get("kind") not in ("loopback", "virtual")
+            and isinstance(n.get("speed"), (int, float)) and n["speed"] > 0]
+    best = max(nics, key=lambda n: n["speed"], default=None)
+    return (int(best["speed"]), str(best.get("name"))) if best else (0, "")
+
+
+def between_hosts(network: str | None, prov: list[dict[str, Any]], gpus_per_node: int) -> tuple[Peak | None, str]:
+    """The link between hosts: (peak, or None and why)."""
+    if network in ("IB", "IBext", "RoCE") or (network or "").startswith("IBext"):
+        ports = _ports(prov)
+        if not ports:
+            return None, "the log shows an IB/RoCE network, but no provenance gives the port rate"
+        p = ports[0]
+        if str(p.get("link_layer", "")).lower() == "ethernet":  # RoCE: the Ethernet speed is the rate
+            mbps = int(re.match(r"(\d+)", str(p.get("rate", "0"))).group(1)) * 1000
+            return ethernet(mbps, f"RoCE {p['device']}"), ""
+        peak = ib(str(p.get("rate", "")), len(ports), max(gpus_per_node, 1))
+        return peak, "" if peak else f"IB rate {p.get('rate')!r} is not in the table"
+    if network is None and not prov:
+        return None, "the log shows neither the network NCCL used (no NCCL_DEBUG=INFO lines) nor the NICs"
+    if network == "Socket" or network is None:
+        mbps, name = _fastest_nic(prov)
+        if not mbps:
+            return None, "no NIC speed recorded (provenance missing, or a virtual NIC that reports none)"
+        return ethernet(mbps, name), ""
+    return None, f"network {network!r}: its link rate is not in the table"
+
+
+def within_host(gpus: set[str], nvls: bool, transports: set[str]) -> tuple[Peak | None, str]:
+    """The link between GPUs of one host."""
+    if not gpus:
+        return None, "the GPU model is not known (no provenance, and the log does not name it)"
+    gpu = sorted(gpus)[0]
+    if any(t.startswith("SHM") for t in transports):
+        return None, "SHM goes through host memory, whose bandwidth is not in the table"
+    peak = nvlink(gpu, nvls) or (nvlink(gpu) if nvls else None)
+    return (peak, "") if peak else (None, f"{gpu}: no NVLink peak in the table (PCIe-only GPU?)")

@@ -1,0 +1,170 @@
+"""Rules about where the ranks ran: binding, shared and oversubscribed cores, a host posing as several
+nodes, a straggling rank, and an input pipeline that keeps the step waiting.
+
+They read the ranks' provenance (affinity, the binding asked for) and the result record (per-rank
+times, node loads, input wait); what a record of an older hpcbench lacks is said, never guessed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from hpcbench.explain.context import Context
+from hpcbench.explain.evidence import mask_cpus
+from hpcbench.findings import Finding
+from hpcbench.vocab import INFO, WARNING
+
+STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler
+INPUT_BOUND = 0.10  # share of the step spent waiting for the batch
+COMPUTE_GROWTH = 0.20  # compute per step this much above the 1-rank-per-node point's
+
+
+def _cpu_list(cpus: list[int]) -> str:
+    return ",".join(map(str, cpus[:8])) + ("…" if len(cpus) > 8 else "")
+
+
+def binding(ctx: Context) -> list[Finding]:
+    out = []
+    bad = [d for d in ctx.provenance if (d.get("affinity") or {}).get("matches") is False]
+    if bad:
+        d = bad[0]
+        out.append(Finding(WARNING, "binding", f"{len(bad)} rank(s) are not bound as asked: "
+                           f"{d['affinity'].get('detail')}", "check the launcher's binding options "
+                           "(srun --cpu-bind, mpirun --bind-to) and cpus_per_task",
+                           f"provenance-rank{d.get('rank', 0)}.json affinity", subject=ctx.name))
+    per_host: dict[str, list[dict[str, Any]]] = {}
+    for d in ctx.provenance:
+        per_host.setdefault(str(d.get("hostname")), []).append(d)
+    for host, docs in sorted(per_host.items()):
+        sets = [frozenset((d.get("affinity") or {}).get("cpus") or []) for d in docs]
+        unbound = all((d.get("affinity") or {}).get("requested") in (None, "slurm none") for d in docs)
+        if len(docs) > 1 and len(set(sets)) == 1 and sets[0]:
+            fix = "bind them: cpu_bind = \"sockets\" or \"cores\" in [slurm]" if unbound else \
+                "give each rank its own cores (cpus_per_task, cpu_bind = \"cores\")"
+            out.append(Finding(WARNING, "shared-cores", f"{len(docs)} ranks on {host} share the same CPUs "
+                               f"({_cpu_list(sorted(sets[0]))})" + (": they are not bound" if unbound else ""),
+                               fix, "; ".join(f"provenance-rank{d.get('rank')}.json affinity.cpus" for d in docs[:2]),
+                               subject=ctx.name))
+    return out + _nccl_affinity(ctx, per_host)
+
+
+def _nccl_affinity(ctx: Context, per_host: dict[str, list[dict[str, Any]]]) -> list[Finding]:
+    """NCCL's 'Setting affinity for GPU n to MASK' against the mask the rank of that GPU runs with."""
+    for host, gpu, mask, line in ctx.evidence.affinity:
+        doc = next((d for d in per_host.get(host, []) if d.get("local_rank") == gpu), None)
+        cpus = set((doc or {}).get("affinity", {}).get("cpus") or [])
+        if doc and cpus and not mask_cpus(mask) & cpus:
+            return [Finding(WARNING, "nccl-affinity", f"NCCL sets GPU {gpu} on {host} to CPUs "
+                            f"{_cpu_list(sorted(mask_cpus(mask)))}, but its rank runs on {_cpu_list(sorted(cpus))}: "
+                            "the rank feeds its GPU across the socket link",
+                            "put each rank on its GPU's socket: gpu_bind in the cluster profile", str(line),
+                            subject=ctx.name)]
+    return []
+
+
+def one_host(ctx: Context) -> list[Finding]:
+    p = ctx.point
+    if not p.one_host_posing:
+        return []
+    return [Finding(WARNING, "one-host", f"asked for {p.nodes} nodes, but its ranks ran on {len(p.hosts)} host "
+                    f"({', '.join(p.hosts)}): they share its cores, memory and network stack, so this is not an "
+                    "inter-node measurement", "run on distinct hosts (a real cluster, not the minicluster or the "
+                    "local backend) to measure between nodes", "result.json ranks[].hostname", subject=ctx.name)]
+
+
+def _cores(ctx: Context) -> dict[str, int]:
+    """Cores per host, from the record's node loads (read on each node), where the record has them."""
+    loads = getattr(ctx.record, "node_load", None) or []
+    return {str(n.get("host")): int(n["cpus"]) for n in loads if n.get("cpus")}
+
+
+def oversubscribed(ctx: Context) -> list[Finding]:
+    rec = ctx.record
+    if rec is None:
+        return []
+    cores = _cores(ctx)
+    cpt = getattr(rec, "cpus_per_task", None) or 1
+    per_host: dict[str, int] = {}
+    for r in rec.ranks:
+        per_host[r.hostname] = per_host.get(r.hostname, 0) + 1
+    for host, n in sorted(per_host.items()):
+        if host in cores and n * cpt > cores[host]:
+            return [Finding(WARNING, "oversubscribed", f"{n} ranks x {cpt} CPU(s) each on {host}, which has "
+                            f"{cores[host]} cores: {n * cpt / cores[host]:.1f}x oversubscribed",
+                            "fewer ranks per node, or fewer cpus_per_task; the minicluster's two nodes share one "
+                            "host's cores", "result.json node_load[].cpus, ranks[].hostname, cpus_per_task",
+                            f"every step waits for CPU time: {n * cpt / cores[host]:.1f} threads per core",
+                            ctx.name)]
+    if not cores and len(per_host) and rec is not None:
+        return [Finding(INFO, "oversubscribed", "cannot tell whether the cores were oversubscribed: the record "
+                        "has no per-node CPU count", "summarize a run made by this hpcbench (it records node_load)",
+                        subject=ctx.name)]
+    return []
+
+
+def compute_growth(ctx: Context) -> list[Finding]:
+    """Compute per step should not depend on how many ranks share a node; when it grows, they compete."""
+    p = ctx.point
+    if p.compute_time_s is None or (p.ranks_per_node or 1) <= 1:
+        return []
+    peers = [a for a in ctx.others if a is not p and a.compute_time_s and a.ranks_per_node == 1
+             and (a.framework, a.backend, a.model, a.batch_size, a.device) ==
+             (p.framework, p.backend, p.model, p.batch_size, p.device)]
+    if not peers:
+        return []
+    base = min(peers, key=lambda a: a.nodes or 0)
+    growth = p.compute_time_s / base.compute_time_s - 1
+    if growth < COMPUTE_GROWTH:
+        return []
+    cost = (p.compute_time_s - base.compute_time_s) / p.step_time_s if p.step_time_s else None
+    return [Finding(WARNING, "compute-growth", f"compute per step is {p.compute_time_s * 1e3:.1f} ms at "
+                    f"{p.ranks_per_node} ranks per node against {base.compute_time_s * 1e3:.1f} ms at 1 "
+                    f"({growth:+.0%}): the ranks of a node compete for its cores or memory bandwidth",
+                    "give each rank its own cores (cpus_per_task) or run fewer ranks per node",
+                    f"compute_time_s of {p.label} and {base.label}",
+                    f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
+
+
+def load(ctx: Context) -> list[Finding]:
+    loads = getattr(ctx.record, "node_load", None) or []
+    busy = [n for n in loads if n.get("cpus") and (n.get("before") or [0])[0] > n["cpus"]]
+    if not busy:
+        return []
+    n = busy[0]
+    return [Finding(WARNING, "load", f"{n.get('slurm_node') or n.get('host')} was already busy when the steps "
+                    f"started: load {n['before'][0]:.1f} on {n['cpus']} cores",
+                    "another job or process shared the node: ask for --exclusive, or look at what runs there",
+                    "result.json node_load[].before", subject=ctx.name)]
+
+
+def straggler(ctx: Context) -> list[Finding]:
+    rec = ctx.record
+    times = getattr(rec, "rank_compute_s", None) or getattr(rec, "rank_step_s", None)
+    if rec is None or not times or len(times) < 2:
+        return []
+    med = statistics.median(times)
+    worst = max(range(len(times)), key=lambda r: times[r])
+    over = times[worst] - med
+    if med <= 0 or over / med < STRAGGLER:
+        return []
+    r = next((x for x in rec.ranks if x.rank == worst), None)
+    where = f" on {r.slurm_node or r.hostname}" if r else ""
+    cost = over / rec.mean_step_time_s if rec.mean_step_time_s else None
+    return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {over * 1e3:.1f} ms ({over / med:+.0%}) "
+                    "longer per step than the median rank: every step waits for it",
+                    "look at that node: its load, clocks and neighbours (or a slow_rank left in the sweep)",
+                    "result.json rank_compute_s" if getattr(rec, "rank_compute_s", None) else "result.json rank_step_s",
+                    f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
+
+
+def input_pipeline(ctx: Context) -> list[Finding]:
+    share = getattr(ctx.record, "input_fraction", None)
+    if share is None or share < INPUT_BOUND:
+        return []
+    return [Finding(WARNING, "input", f"each step waits {share:.0%} of its time for its batch: the input pipeline "
+                    "cannot keep up", "more data-loader workers, faster storage, or synthetic data to measure "
+                    "the rest", "result.json input_fraction", f"about {share:.0%} of the step", ctx.name, share)]
+
+
+RULES = (binding, one_host, oversubscribed, compute_growth, load, straggler, input_pipeline)

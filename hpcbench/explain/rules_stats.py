@@ -1,0 +1,70 @@
+"""Rules about what the figures can bear: too few repeats, noisy steps, a speedup within noise of its
+baseline, and how much of the step is communication."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from hpcbench.explain.context import Context
+from hpcbench.findings import Finding
+from hpcbench.vocab import INFO, WARNING
+
+MIN_REPEATS = 3
+NOISY_CV = 0.10  # coefficient of variation of the step times
+COMM_BOUND = 0.25  # share of the step
+
+
+def repeats(ctx: Context) -> list[Finding]:
+    p = ctx.point
+    if not p.ok or p.point_id is None or len(p.samples) >= MIN_REPEATS:
+        return []
+    return [Finding(INFO, "few-repeats", f"{len(p.samples)} repeat(s): its interval is over the timed steps of "
+                    "each run, so run-to-run variation (placement, neighbours, clocks) is not in it",
+                    "set [sweep] repeats = 3 or more", f"{len(p.samples)} result record(s)", subject=ctx.name)]
+
+
+def noisy_steps(ctx: Context) -> list[Finding]:
+    times = list(getattr(ctx.record, "step_times_s", None) or [])
+    if len(times) < 3:
+        return []
+    cv = statistics.stdev(times) / statistics.fmean(times)
+    if cv < NOISY_CV:
+        return []
+    return [Finding(WARNING, "noisy-steps", f"its step times vary by {cv:.0%} (coefficient of variation over "
+                    f"{len(times)} steps): the mean hides a wide spread", "more warm-up steps, an exclusive node "
+                    "(--exclusive), or look at what else ran there", "result.json step_times_s", subject=ctx.name)]
+
+
+def within_noise_of_baseline(ctx: Context) -> list[Finding]:
+    p = ctx.point
+    if p.speedup is None or p.throughput_lo is None or not p.base_throughput or p.world_size == p.base_world_size:
+        return []
+    base = next((a for a in ctx.others if a.throughput == p.base_throughput and a.world_size == p.base_world_size
+                 and a.throughput_lo is not None), None)
+    if base is None or p.throughput_lo > base.throughput_hi or base.throughput_lo > p.throughput_hi:
+        return []
+    return [Finding(WARNING, "within-noise", f"its throughput interval overlaps its baseline's ({base.label}): "
+                    f"the speedup {p.speedup:.2f} is not distinguishable from no change", "more steps or repeats",
+                    "the samples/s (95% CI) of both points", subject=ctx.name)]
+
+
+def communication(ctx: Context) -> list[Finding]:
+    p = ctx.point
+    share = p.comm_fraction
+    if share is None or share < COMM_BOUND or p.comm_time_s is None:
+        return []
+    if p.comm_within_noise:
+        return [Finding(INFO, "comm-share", f"communication shows as {share:.0%} of the step, but its interval "
+                        "reaches 0: within noise", "more steps or repeats to measure the split",
+                        "comm_time_s and its CI", subject=ctx.name)]
+    hi = p.comm_time_s + (p.comm_time_ci95_s or 0.0)
+    lo = max(p.comm_time_s - (p.comm_time_ci95_s or 0.0), 0.0)
+    span = f" ({lo / p.step_time_s:.0%}–{min(hi / p.step_time_s, 1.0):.0%})" if p.step_time_s else ""
+    return [Finding(WARNING, "comm-share", f"communication not hidden behind compute is {share:.0%} of the step"
+                    f"{span}", "a faster transport, larger batches per rank, or gradient compression / fusion",
+                    "comm_time_s = step - compute-only step (comm_method)", f"{share:.0%} of the step",
+                    ctx.name, share if math.isfinite(share) else None)]
+
+
+RULES = (repeats, noisy_steps, within_noise_of_baseline, communication)

@@ -1,0 +1,229 @@
+"""hpcbench explain: every rule fires on real evidence and stays silent where the evidence says otherwise.
+
+Transport rules read real public logs (tests/data/logs, sources in SOURCES.tsv); the rules about
+ranks read provenance and records of hpcbench's own format, constructed with known values.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+from conftest import DATA, write
+from report_helpers import make_run, point, record
+
+from hpcbench.explain import explain, links, model
+from hpcbench.records import AllreduceRow, RankInfo
+from hpcbench.report.summarize import build
+from hpcbench.rundir import atomic_write_json
+
+LOGS = DATA / "logs"
+
+
+def rules_of(*paths, **kw) -> dict[str, dict[str, object]]:
+    """point label -> {rule: finding} for the points of ``paths``."""
+    rep = build([str(p) for p in paths], **kw)
+    return {w.label: {f.rule: f for f in w.findings} for w in rep.why}
+
+
+def test_socket_while_ib_is_visible_is_an_error_with_its_line(tmp_path):
+    # A real many-node Socket log, and the provenance of a node that has an InfiniBand HCA.
+    log = LOGS / "nccl_socket-ring-manynodes_15.log"
+    run_like = tmp_path / "logs"
+    run_like.mkdir()
+    (run_like / log.name).write_text(log.read_text())
+    found = rules_of(run_like / log.name)[log.name]
+    assert "socket-with-ib" not in found and found["network"].claim == "inter-node: NET/Socket (no IB device seen)"
+    ib = rules_of(LOGS / "nccl_ibring_02.log")["nccl_ibring_02.log"]
+    assert "socket-with-ib" not in ib and "ib-without-gdrdma" in ib  # IB used, without GPUDirect RDMA
+    assert ib["ib-without-gdrdma"].evidence.startswith("nccl_ibring_02.log:")  # file:line of a 'via NET/IB' line
+    gdr = rules_of(LOGS / "nccl_gdrdma-mpiprefix_04.log")["nccl_gdrdma-mpiprefix_04.log"]
+    assert "ib-without-gdrdma" not in gdr
+
+
+def test_shm_where_p2p_was_expected(tmp_path):
+    shm = rules_of(LOGS / "nccl_shm-socket-mixedchanfmt_32.log")["nccl_shm-socket-mixedchanfmt_32.log"]
+    assert "shm-not-p2p" in shm and ":1: " in shm["shm-not-p2p"].evidence and "via SHM" in shm["shm-not-p2p"].evidence
+    p2p = rules_of(LOGS / "nccl_p2pipcread-busid-hexhost_19.log")["nccl_p2pipcread-busid-hexhost_19.log"]
+    assert "shm-not-p2p" not in p2p
+
+
+def test_nvls_available_but_unused():
+    found = rules_of(LOGS / "nccl_noprefix-sharp-224_26.log")["nccl_noprefix-sharp-224_26.log"]
+    assert "nvls-unused" in found and "NVLS multicast support is available" in found["nvls-unused"].evidence
+    absent = rules_of(LOGS / "nccl_cloudwatch-tsline-nvlsno_25.log")["nccl_cloudwatch-tsline-nvlsno_25.log"]
+    assert "nvls-unused" not in absent  # that log says NVLS is NOT available
+
+
+def test_nccl_variables_that_switch_a_transport_off(tmp_path):
+    base = LOGS / "nccl_nvls0chan-algoenv-hexhost_44.log"  # sets NCCL_ALGO only: not a transport switch
+    assert "nccl-env" not in rules_of(base)[base.name]
+    # the same real log, with NCCL_P2P_DISABLE=1 in the ranks' environment (provenance) instead of the log
+    p = point(rpn=2, device="cuda", backend="nccl")
+    rd = make_run(tmp_path / "run", [(p, record(p, 100.0))])
+    (rd.point(p).dir / "job-1000.out").write_text(base.read_text())
+    atomic_write_json(rd.point(p).dir / "provenance-rank0.json",
+                      {"schema": "hpcbench.provenance/1", "rank": 0, "hostname": "h1", "env": {"NCCL_P2P_DISABLE": "1"}})
+    found = rules_of(rd.root)[p.label]["nccl-env"]
+    assert found.claim.startswith("NCCL_P2P_DISABLE=1 is set") and found.evidence == "provenance-rank0.json env.NCCL_P2P_DISABLE"
+
+
+def _prov(rank, host, cpus, requested=None, matches=None, detail="", local_rank=None):
+    return {"schema": "hpcbench.provenance/1", "rank": rank, "local_rank": rank if local_rank is None else local_rank,
+            "hostname": host, "slurm_node": host,
+            "affinity": {"cpus": cpus, "requested": requested, "matches": matches, "detail": detail}}
+
+
+def _run_with(tmp_path, provs, nodes=1, rpn=2, **rec_kw):
+    p = point(nodes=nodes, rpn=rpn)
+    rd = make_run(tmp_path / "run", [(p, record(p, 100.0, **rec_kw))])
+    for d in provs:
+        atomic_write_json(rd.point(p).dir / f"provenance-rank{d['rank']}.json", d)
+    return rules_of(rd.root)[p.label]
+
+
+def test_binding_as_asked_and_shared_cores(tmp_path):
+    bad = _run_with(tmp_path / "a", [_prov(0, "h1", [0, 1], "slurm mask_cpu:0x1", False, "requested cpus 0, in effect 0,1"),
+                                     _prov(1, "h1", [2, 3], "slurm mask_cpu:0x4", True)])
+    assert "binding" in bad and "requested cpus 0, in effect 0,1" in bad["binding"].claim
+    assert "shared-cores" not in bad
+    unbound = _run_with(tmp_path / "b", [_prov(0, "h1", [0, 1, 2, 3]), _prov(1, "h1", [0, 1, 2, 3])])
+    assert "they are not bound" in unbound["shared-cores"].claim and "binding" not in unbound
+    good = _run_with(tmp_path / "c", [_prov(0, "h1", [0, 1], "slurm sockets", True), _prov(1, "h1", [2, 3], "slurm sockets", True)])
+    assert "binding" not in good and "shared-cores" not in good
+
+
+def test_nccl_affinity_against_the_ranks_mask(tmp_path):
+    # real lines: "algo-1 ... Setting affinity for GPU 6 to ffffff00,0000ffff,ff000000" (CPUs 0-23 and 40-63 of 64...)
+    log = LOGS / "nccl_cloudwatch-tsline-nvlsno_25.log"
+    p = point(rpn=8, device="cuda", backend="nccl")
+    rd = make_run(tmp_path / "run", [(p, record(p, 100.0))])
+    (rd.point(p).dir / "job-1000.out").write_text(log.read_text())
+    # the mask is CPUs 24-47 and 72-95 (three 32-bit words, most significant first); the rank runs on 0-2
+    atomic_write_json(rd.point(p).dir / "provenance-rank6.json", _prov(6, "algo-1", [0, 1, 2], local_rank=6))
+    found = rules_of(rd.root)[p.label]
+    assert "nccl-affinity" in found and "GPU 6 on algo-1" in found["nccl-affinity"].claim
+    assert "Setting affinity for GPU 6" in found["nccl-affinity"].evidence
+    atomic_write_json(rd.point(p).dir / "provenance-rank6.json", _prov(6, "algo-1", [24, 25, 26], local_rank=6))
+    assert "nccl-affinity" not in rules_of(rd.root)[p.label]
+
+
+def test_one_host_posing_as_two_nodes(tmp_path):
+    p = point(nodes=2, rpn=1)
+    one = replace(record(p, 90.0), ranks=[RankInfo(r, 0, "vm", f"node{r + 1}", r, [0]) for r in range(2)])
+    rd = make_run(tmp_path / "one", [(p, one)])
+    assert "ran on 1 host (vm)" in rules_of(rd.root)[p.label]["one-host"].claim
+    rd = make_run(tmp_path / "two", [(p, record(p, 90.0))])  # one host per node
+    assert "one-host" not in rules_of(rd.root)[p.label]
+
+
+def _timed(p, step, spread, n=10, **kw):
+    times = [step - spread, step + spread] * (n // 2)
+    return record(p, p.batch_size * p.world_size / step, step_times_s=times, mean_step_time_s=step, **kw)
+
+
+def test_noise_rules(tmp_path):
+    a, b = point(), point(rpn=2)
+    # 2 ranks at 0.19 s/step against 1 at 0.10: speedup 1.05, and the intervals [256, 427] and [267, 400] overlap
+    rd = make_run(tmp_path / "run", [(a, _timed(a, 0.10, 0.03, step_time_ci95_s=0.02)),
+                                     (b, _timed(b, 0.19, 0.03, step_time_ci95_s=0.04))])
+    found = rules_of(rd.root)
+    cv = 0.03 * math.sqrt(10 / 9) / 0.10  # sample sd of ten steps at 0.10 +- 0.03, over the mean
+    assert "noisy-steps" in found[a.label] and f"{cv:.0%}" in found[a.label]["noisy-steps"].claim
+    assert "few-repeats" in found[a.label]
+    assert "within-noise" in found[b.label] and "speedup 1.05" in found[b.label]["within-noise"].claim
+    quiet = make_run(tmp_path / "quiet", [(a, _timed(a, 0.10, 0.001, step_time_ci95_s=0.0005)),
+                                          (b, _timed(b, 0.06, 0.001, step_time_ci95_s=0.0005))])
+    assert not {"noisy-steps", "within-noise"} & set(rules_of(quiet.root)[b.label])
+
+
+def test_communication_share_and_its_noise(tmp_path):
+    p = point(rpn=2)
+    heavy = make_run(tmp_path / "heavy", [(p, record(p, 100.0, comm_time_s=0.2, compute_time_s=0.44,
+                                                     compute_time_ci95_s=0.01, comm_fraction=0.3125, comm_method="m",
+                                                     step_time_ci95_s=0.01))])
+    f = rules_of(heavy.root)[p.label]["comm-share"]
+    assert f.severity == "warning" and f.cost == pytest.approx(0.3125) and "31%" in f.claim
+    noisy = make_run(tmp_path / "noisy", [(p, record(p, 100.0, comm_time_s=0.2, compute_time_s=0.44,
+                                                     compute_time_ci95_s=0.3, comm_fraction=0.3125, comm_method="m",
+                                                     step_time_ci95_s=0.1))])
+    assert "within noise" in rules_of(noisy.root)[p.label]["comm-share"].claim
+
+
+def test_the_alpha_beta_fit_and_prediction_by_hand():
+    curve = {s: 50.0 + s / 1e9 * 1e6 for s in (1 << 10, 1 << 16, 1 << 20, 1 << 24)}  # 50 us + 1 GB/s
+    fit = model.fit(curve, "by hand")
+    assert fit.alpha_s == pytest.approx(50e-6) and 1 / fit.beta_s_per_byte == pytest.approx(1e9)
+    assert model.buckets(30 << 20, "ddp") == [1 << 20, 25 << 20, 4 << 20]
+    assert model.buckets(200 << 20, "horovod") == [128 << 20, 72 << 20]
+    pred = model.predict(0.1, 10 << 20 >> 2, "ddp", fit)  # 10 MiB of gradients: buckets of 1 and 9 MiB
+    comm = 2 * 50e-6 + (10 << 20) / 1e9
+    last = 50e-6 + (9 << 20) / 1e9
+    assert pred.comm_s == pytest.approx(comm) and pred.exposed_s == pytest.approx(last)  # the rest hides in backward
+
+
+def test_model_against_the_runs_allreduce_point(tmp_path):
+    ar = point(kind="allreduce", nodes=1, rpn=2)
+    one, two = point(model="mlp"), point(model="mlp", rpn=2)
+    rows = [AllreduceRow(size_bytes=s, count=s // 4, dtype="float32", time_us=100.0 + s / 1e9 * 1e6, algbw_gbps=0,
+                         busbw_gbps=0, wrong=0) for s in (1 << 10, 1 << 20, 1 << 24)]
+    rd = make_run(tmp_path / "run", [(ar, record(ar, 1.0, kind="allreduce", allreduce=rows)),
+                                     (one, _timed(one, 0.010, 0.0001, compute_time_s=0.010)),
+                                     (two, _timed(two, 0.030, 0.0001, compute_time_s=0.010, comm_time_s=0.02,
+                                                  comm_fraction=0.66, comm_method="m"))])
+    found = rules_of(rd.root)[two.label]
+    gap = found["model-gap"]  # the model: 10 ms + ~0.5 ms exposed, measured 30 ms: 20 points unexplained and more
+    assert gap.severity == "warning" and "measured efficiency 33%, model 9" in gap.claim
+    assert "comm-share" in gap.claim or "see" in gap.claim
+    assert "MiB of float32 gradients" in gap.evidence and "the run's allreduce point" in gap.evidence
+
+
+def test_link_peaks_from_the_table():
+    ndr = links.ib("400 Gb/sec (4X NDR)")
+    assert ndr.gbps == 50.0 and ndr.practical == 46.0 and "nccl-tests/issues/290" in ndr.source
+    assert links.ib("400 Gb/sec (4X NDR)", ports=4, gpus=8).gbps == 25.0  # 4 NICs shared by 8 GPUs
+    assert links.ethernet(100000).gbps == 12.5
+    h100 = links.nvlink("NVIDIA H100 80GB HBM3")
+    assert (h100.gbps, h100.practical) == (450.0, 370.0)
+    assert links.nvlink("NVIDIA H100 80GB HBM3", nvls=True).practical == 480.0
+    assert links.nvlink("NVIDIA A100-PCIE-40GB") is None  # PCIe A100 has no NVLink
+    peak, why = links.between_hosts("IB", [], 8)
+    assert peak is None and "no provenance" in why  # never a guessed rate
+
+
+def test_busbw_against_the_peak_in_the_report(tmp_path):
+    ar = point(kind="allreduce", nodes=2, rpn=1)
+    rows = [AllreduceRow(size_bytes=1 << 30, count=1 << 28, dtype="float32", time_us=1e5, algbw_gbps=10.0,
+                         busbw_gbps=10.0, wrong=0)]
+    rd = make_run(tmp_path / "run", [(ar, record(ar, 10.0, kind="allreduce", allreduce=rows))])
+    nic = {"name": "ens1", "kind": "ethernet", "model": "mlx5_core", "speed": 100000, "state": "up"}
+    for r, host in ((0, "h1"), (1, "h2")):
+        atomic_write_json(rd.point(ar).dir / f"provenance-rank{r}.json",
+                          {"schema": "hpcbench.provenance/1", "rank": r, "hostname": host, "nics": [nic]})
+    rep = build([rd.root])
+    t = next(t for t in rep.tables if t.key == "allreduce")
+    assert t.rows[-1][1] == "80% of 12.5 GB/s"  # 10 GB/s busbw on a 100 Gb/s NIC
+    assert any("Ethernet 100 Gb/s (ens1)" in n for n in t.notes)
+    from hpcbench.report import plots
+
+    ax = plots.allreduce_bw(rep.aggs, rep.peaks()).axes[0]  # the plot: a dashed line at the peak, the share
+    peak_lines = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert [list(ln.get_ydata()) for ln in peak_lines] == [[12.5, 12.5]]
+    assert peak_lines[0].get_label().startswith("peak 12.5 GB/s: Ethernet 100 Gb/s")
+    assert [t.get_text() for t in ax.texts] == ["80% of peak"]
+    bare = plots.allreduce_bw(rep.aggs).axes[0]  # no peak known: no line, no share
+    assert not bare.texts and all(ln.get_linestyle() != "--" for ln in bare.get_lines())
+
+
+def test_explain_cli_formats_and_exit_code(cli, tmp_path):
+    logs = [str(LOGS / "nccl_shm-socket-mixedchanfmt_32.log"), str(LOGS / "nccltests_11.log")]
+    table = cli("explain", *logs)
+    assert table.returncode == 1  # nccltests_11 has no result: an error-level finding
+    assert "shm-not-p2p" in table.stdout and "no-result" in table.stdout
+    doc = json.loads(cli("explain", *logs, "--format", "json").stdout)
+    assert {d["point"] for d in doc} == {"nccl_shm-socket-mixedchanfmt_32.log", "nccltests_11.log"}
+    md = cli("explain", logs[0], "--format", "markdown")
+    assert md.returncode == 0 and md.stdout.startswith("- **nccl_shm-socket-mixedchanfmt_32.log**")
+    bad = cli("explain", logs[0], "--allreduce", str(tmp_path / "nope.log"))
+    assert bad.returncode == 2 and "no such allreduce log" in bad.stderr
