@@ -18,9 +18,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 PLACEMENT = ("framework", "backend", "nodes", "ranks_per_node")

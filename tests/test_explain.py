@@ -10,10 +10,10 @@ import math
 from dataclasses import replace
 
 import pytest
-from conftest import DATA, write
+from conftest import DATA
 from report_helpers import make_run, point, record
 
-from hpcbench.explain import explain, links, model
+from hpcbench.explain import links, model
 from hpcbench.records import AllreduceRow, RankInfo
 from hpcbench.report.summarize import build
 from hpcbench.rundir import atomic_write_json

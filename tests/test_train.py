@@ -13,7 +13,7 @@ from conftest import CPU_BACKENDS, NO_DDP_MPI, sweep_ok, write
 
 from hpcbench.rundir import RunDir
 from hpcbench.stats import mean_ci95, t975
-from hpcbench.vocab import MODELS  # noqa: E402
+from hpcbench.vocab import MODELS
 
 pytestmark = pytest.mark.torch  # runs the real torch workload (or probes torch)
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hpcbench.cli.common import Args, echo, profile_arg
-
-if TYPE_CHECKING:
-    pass
 
 
 def cmd_data(args: Args) -> int:

@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hpcbench.cli.common import Args
-
-if TYPE_CHECKING:
-    pass
 
 
 def cmd_summarize(args: Args) -> int:

@@ -111,7 +111,7 @@ def within_host(gpus: set[str], nvls: bool, transports: set[str]) -> tuple[Peak 
     """The link between GPUs of one host."""
     if not gpus:
         return None, "the GPU model is not known (no provenance, and the log does not name it)"
-    gpu = sorted(gpus)[0]
+    gpu = min(gpus)
     if any(t.startswith("SHM") for t in transports):
         return None, "SHM goes through host memory, whose bandwidth is not in the table"
     peak = nvlink(gpu, nvls) or (nvlink(gpu) if nvls else None)

@@ -68,7 +68,7 @@ def unused_features(ctx: Context) -> list[Finding]:
     first = ctx.evidence.first
     nvls_used = any(n.get("nvls_used") for n in ctx.nccl) or "nvls_used" in first
     if "nvls_available" in first and not nvls_used:
-        algo, where = ctx.env("NCCL_ALGO")
+        algo, _where = ctx.env("NCCL_ALGO")
         why = f" (NCCL_ALGO={algo})" if algo else ""
         out.append(Finding(INFO, "nvls-unused", f"NVLS multicast is available but no NVLS channel was used{why}",
                            "allreduce over NVLink SHARP reaches ~480 GB/s busbw on H100 against ~370 with Ring: "

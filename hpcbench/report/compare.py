@@ -54,7 +54,7 @@ def verdict(o: Agg, n: Agg) -> str:
         return "—"
     if so is None or sn is None:
         return "no test: a side has no spread (one step, or a log's own ±)"
-    _, df, p = welch(n.step_time_s, sn[0], sn[1], o.step_time_s, so[0], so[1])
+    _, _df, p = welch(n.step_time_s, sn[0], sn[1], o.step_time_s, so[0], so[1])
     if p >= ALPHA:
         return f"within noise (p = {p:.2g})"
     return f"{'faster' if n.step_time_s < o.step_time_s else 'slower'} (p = {p:.2g})"

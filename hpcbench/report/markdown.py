@@ -59,8 +59,8 @@ def report_md(report: Report) -> str:
     out += [f"**Baseline ({report.baseline.mode}):** {report.baseline.description}.", ""]
     from hpcbench.explain.render import as_markdown
 
-    out += ["## Why", "", "Each point's costliest findings, with their evidence and fix "
-            "(all of them: `hpcbench explain`).", "", as_markdown(report.why), ""]
+    out += ["## Why", "", ("Each point's costliest findings, with their evidence and fix "
+            "(all of them: `hpcbench explain`)."), "", as_markdown(report.why), ""]
     out += ["## Findings", ""]
     any_finding = False
     for title, items in report.findings.items():

@@ -146,7 +146,7 @@ def _binary_sizes(ax: Any) -> None:
 
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(LogLocator(base=2, numticks=40))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size(int(round(v))) if v >= 1 else ""))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size(round(v)) if v >= 1 else ""))
     labels = ax.xaxis.get_majorticklabels()
     for label in labels:
         label.set_rotation(45)

@@ -59,13 +59,13 @@ class _Measured:
 
     @property
     def layout(self) -> str:
-        nodes, rpn = getattr(self, "nodes"), getattr(self, "ranks_per_node")
+        nodes, rpn = self.nodes, self.ranks_per_node
         return f"{nodes if nodes is not None else '?'}x{rpn if rpn is not None else '?'}"
 
     @property
     def name(self) -> str:
         """How the report names the point: what it is for a run's point, the file for a foreign log."""
-        return f"{getattr(self, 'framework')}-{getattr(self, 'backend')} {self.layout}" if self.point_id else self.label
+        return f"{self.framework}-{self.backend} {self.layout}" if self.point_id else self.label
 
     def params(self) -> dict[str, Any]:
         return {n: getattr(self, n) for n in NAMES}

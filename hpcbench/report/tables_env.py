@@ -110,8 +110,8 @@ def _servers(docs: list[Doc]) -> list[list[Any]]:
     slurm = sorted({str(d["slurm_node"]) for d in docs if d.get("slurm_node")})
     rows: list[list[Any]] = [["servers (hosts)", _listed(hosts), ""]]
     if slurm and len(slurm) != len(hosts):
-        rows.append(["Slurm nodes", _listed(slurm), f"FLAG: {len(slurm)} Slurm nodes on {len(hosts)} host(s): "
-                     "not separate servers, so no inter-node measurement"])
+        rows.append(["Slurm nodes", _listed(slurm), (f"FLAG: {len(slurm)} Slurm nodes on {len(hosts)} host(s): "
+                     "not separate servers, so no inter-node measurement")])
     return rows
 
 
