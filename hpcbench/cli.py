@@ -126,6 +126,10 @@ def cmd_summarize(args: Args) -> int:
     print(text, end="" if text.endswith("\n") else "\n")
     side = sys.stderr if args.format in ("csv", "json") else sys.stdout
     print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
+    if not args.no_history:
+        from hpcbench.report.history import record_report
+
+        print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:
         print(report.partial_note(), file=side)
     bad = [a for a in report.aggs if a.n_ok < len(a.samples)]
@@ -158,6 +162,20 @@ def _args_summarize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", help="cluster name for references (default: SLURM_CLUSTER_NAME from provenance)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
+    _args_history(p, summarize=True)
+
+
+# --- history ----------------------------------------------------------------------------------------------------
+def cmd_history(args: Args) -> int:
+    from hpcbench.report.trend import command
+
+    return command(args)
+
+
+def _args_history(p: argparse.ArgumentParser, summarize: bool = False) -> None:
+    from hpcbench.report.trend import arguments
+
+    arguments(p, summarize)
 
 
 # --- status, resubmit, cancel -----------------------------------------------------------------------------------
@@ -330,6 +348,8 @@ VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable
     ("plan", "same as 'sweep --dry-run': print the matrix, write the job scripts", _args_plan, cmd_plan),
     ("summarize", "scaling report of runs or logs: tables, plots, report.md, references", _args_summarize,
      cmd_summarize),
+    ("history", "the trend of every recorded point over its runs; flags runs outside the spread", _args_history,
+     cmd_history),
     ("status", "the state and reason of every point of a run (one squeue call per poll)", _args_status, cmd_status),
     ("resubmit", "submit again the points of a run that ended in the given states", _args_resubmit, cmd_resubmit),
     ("cancel", "scancel every queued or running job of a run", _args_run_dir, cmd_cancel),

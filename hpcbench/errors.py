@@ -44,6 +44,10 @@ class RunDirBusy(HpcbenchError):
     """Another hpcbench holds the run directory's lock."""
 
 
+class HistoryError(HpcbenchError):
+    """The history database cannot be opened, read or written (locked too long, disk full, not a database)."""
+
+
 class DataFetchError(HpcbenchError):
     """A data set could not be downloaded (jobs never download; `hpcbench data fetch` does)."""
 
