@@ -52,23 +52,23 @@ def cmd_sweep(args: Args) -> int:
         _echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted")
         return 0
     _echo(f"submitting with backend {backend.name}:")
-    return _submit_and_follow(spec, rd, python, backend, opts.wait, opts.poll_s, force=opts.force)
+    return _submit_and_follow(spec, rd, python, backend, args, force=opts.force)
 
 
-def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, wait: bool, poll_s: float,
-                       **kw: Any) -> int:
+def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, args: Args, **kw: Any) -> int:
+    from hpcbench.submit.retry import retrier
     from hpcbench.submit.runner import wait as wait_for
     from hpcbench.submit.submission import submit_points
 
-    report = submit_points(spec, rd, python, backend, _echo, poll_s=poll_s, **kw)
+    report = submit_points(spec, rd, python, backend, _echo, poll_s=args.poll, **kw)
     if report.packs:
         _echo(f"packed {report.packed_points} points into {report.packs} allocation(s): "
               f"{report.allocations_saved} allocation(s) saved")
-    if backend.queued and not wait:
+    if backend.queued and not args.wait:
         _echo(f"submitted {report.submitted}, refused {report.failed}; follow with: hpcbench status {rd.root} --wait")
         return 1 if report.failed else 0
     if backend.queued:
-        wait_for(rd, poll_s, _echo)
+        wait_for(rd, args.poll, _echo, retry=retrier(spec, rd, python, backend, args.max_retries, _echo))
     from hpcbench.report.summarize import summarize
 
     text, rows = summarize(rd, "table")
@@ -108,12 +108,15 @@ def _args_submit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll", type=float, default=5.0, help="seconds between queue polls with --wait")
     p.add_argument("--hold", action="store_true",
                    help="sbatch --hold: queue the jobs held, to start with 'scontrol release' (sbatch backend)")
+    p.add_argument("--max-retries", type=int, metavar="N", help="with --wait: resubmit a point the cluster failed "
+                   "(node failure, preemption, lost peer) up to N times; default: [slurm] max_retries (0)")
 
 
 # --- summarize --------------------------------------------------------------------------------------------------
 def cmd_summarize(args: Args) -> int:
     from hpcbench.errors import ConfigError
     from hpcbench.report import summarize as sm
+    from hpcbench.report.history import record_report
 
     if args.compare:
         if args.paths:
@@ -127,8 +130,6 @@ def cmd_summarize(args: Args) -> int:
     side = sys.stderr if args.format in ("csv", "json") else sys.stdout
     print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
     if not args.no_history:
-        from hpcbench.report.history import record_report
-
         print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:
         print(report.partial_note(), file=side)
@@ -219,7 +220,7 @@ def cmd_resubmit(args: Args) -> int:
     python = spec.slurm.python or sys.executable
     render_all(spec, rd, rd.points(), python)
     _echo(f"resubmitting points of {rd.root} in state {', '.join(wanted)} with backend {backend.name}:")
-    return _submit_and_follow(spec, rd, python, backend, args.wait, args.poll, select=states_of(wanted))
+    return _submit_and_follow(spec, rd, python, backend, args, select=states_of(wanted))
 
 
 def _args_resubmit(p: argparse.ArgumentParser) -> None:
@@ -348,8 +349,7 @@ VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable
     ("plan", "same as 'sweep --dry-run': print the matrix, write the job scripts", _args_plan, cmd_plan),
     ("summarize", "scaling report of runs or logs: tables, plots, report.md, references", _args_summarize,
      cmd_summarize),
-    ("history", "the trend of every recorded point over its runs; flags runs outside the spread", _args_history,
-     cmd_history),
+    ("history", "each recorded point's trend over its runs; flags a run outside the spread", _args_history, cmd_history),
     ("status", "the state and reason of every point of a run (one squeue call per poll)", _args_status, cmd_status),
     ("resubmit", "submit again the points of a run that ended in the given states", _args_resubmit, cmd_resubmit),
     ("cancel", "scancel every queued or running job of a run", _args_run_dir, cmd_cancel),
