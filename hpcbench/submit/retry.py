@@ -124,7 +124,8 @@ class Retrier:
         for s in states:
             if not s.final or s.ok or s.job_id is None:
                 continue
-            cause = classify(s, self.rd.point(s.point))
+            key = (s.point.id, s.job_id)  # a final job's ending does not change: read its folder once
+            cause = self.known.get(key) or self.known.setdefault(key, classify(s, self.rd.point(s.point)))
             n = done.get(s.point.id, 0)
             if cause.retry and n < self.limit:
                 todo[s.point.id] = cause
@@ -136,6 +137,7 @@ class Retrier:
 
     def __post_init__(self) -> None:
         self.said: set[str] = set()
+        self.known: dict[tuple[str, str], Cause] = {}
 
 
 def retrier(spec: Any, rd: RunDir, python: str, backend: Any, override: int | None,
