@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import random
 import os
+import random
 import subprocess
 import sys
 import tempfile

@@ -57,7 +57,7 @@ def test_summarize_records_every_point_with_cluster_versions_commit_and_date(six
     rows = db.execute("SELECT run, cluster, model, nodes, ranks_per_node, throughput, versions, hpcbench_commit, date "
                       "FROM records ORDER BY date, nodes").fetchall()
     assert len(rows) == 6 + 2  # six runs of P1, two of P2
-    run, cluster, model, nodes, rpn, thr, versions, commit, date = rows[0]
+    _, cluster, model, nodes, rpn, thr, versions, commit, date = rows[0]
     assert (cluster, model, nodes, rpn, commit, date) == ("alps", "mlp", 2, 1, "abc123", "2026-11-01T10:00:00+00:00")
     assert math.isclose(thr, 100.0) and json.loads(versions)["torch"] == "2.14.1"
     assert db.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION

@@ -164,15 +164,17 @@ def check_references(trends: list[Trend], refs: list[Any]) -> tuple[int, list[st
         if not hits:
             notes.append(f"{ref.where} ({ref.metric}): matches no recorded point (not measured)")
         for t in hits:
-            def value(r: RunPoint) -> float | None:
-                return r.throughput if ref.metric == "throughput" else r.step_time_ms
-            got = value(t.latest)
+            got = _metric(t.latest, ref.metric)
             ok = got is not None and lo <= got <= hi
             failures += not ok
-            past = sum(1 for r in t.runs if not ((v := value(r)) is not None and lo <= v <= hi))
+            past = sum(1 for r in t.runs if not ((v := _metric(r, ref.metric)) is not None and lo <= v <= hi))
             detail = "pass" if ok else ("FAIL (no result)" if got is None else f"FAIL ({(got / ref.value - 1) * 100:+.1f}%)")
             t.reference = _join(t.reference, f"{ref.metric} {detail}; {past} of {len(t.runs)} runs fail")
     return failures, notes
+
+
+def _metric(r: RunPoint, metric: str) -> float | None:
+    return r.throughput if metric == "throughput" else r.step_time_ms
 
 
 def _join(a: str, b: str) -> str:
