@@ -44,6 +44,23 @@ class RunDirBusy(HpcbenchError):
     """Another hpcbench holds the run directory's lock."""
 
 
+class NoSpace(HpcbenchError):
+    """A file could not be written because its file system is full (or the user is over quota).
+
+    Nothing is half-written: records are written to a temporary file and renamed, ledger lines are
+    written whole or taken back."""
+
+    def __init__(self, path: str | Path, strerror: str = "No space left on device"):
+        super().__init__(f"{path}: cannot write: {strerror}",
+                         hint=f"free space on that file system (df {Path(path).parent}), then run the same command "
+                              "again: a re-run of the sweep with --run-dir submits only what is missing")
+        self.path = str(path)
+
+
+class HistoryError(HpcbenchError):
+    """The history database cannot be opened, read or written (locked too long, disk full, not a database)."""
+
+
 class DataFetchError(HpcbenchError):
     """A data set could not be downloaded (jobs never download; `hpcbench data fetch` does)."""
 

@@ -28,12 +28,11 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
-import functools
 import json
 import os
 import re
-import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,57 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench import records
-from hpcbench.errors import ConfigError, RunDirBusy
+from hpcbench.errors import ConfigError, NoSpace, RunDirBusy
+from hpcbench.files import FULL, atomic_write_text, utcnow, write_new
 from hpcbench.plan.expand import Point
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-def utcnow(timespec: str = "seconds") -> str:
-    return datetime.now(timezone.utc).isoformat(timespec=timespec)
-
-
-@functools.cache
-def umask() -> int:
-    """This process's umask, read without changing it (os.umask can only be read by setting it)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            return int(next(line.split()[1] for line in f if line.startswith("Umask:")), 8)
-    except (OSError, StopIteration, ValueError):
-        old = os.umask(0o022)
-        os.umask(old)
-        return old
-
-
-def atomic_write_text(path: Path, text: str, mode: int = 0o666) -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file.
-
-    The file gets ``mode`` less the umask, as open() would give it: results are for the group to read,
-    and mkstemp's private 0600 would hide them.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, mode & ~umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_new(path: Path, text: str, mode: int = 0o666) -> None:
-    """Create a file that must not exist yet (a fresh run directory): no temporary file needed.
-    The kernel applies the umask to ``mode``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
-def atomic_write_json(path: Path, doc: Any) -> None:
-    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
 
 
 @dataclass(frozen=True)
@@ -334,11 +287,21 @@ class RunDir:
         """Append one ledger line. Lines are small and written under a lock, so concurrent writers are safe."""
         line = json.dumps({"schema": records.tag(records.LEDGER), "time": utcnow(), "event": event,
                            "point_id": point_id, **fields})
-        with open(self.ledger, "a", encoding="utf-8") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            f.write(line + "\n")
-            f.flush()
-            fcntl.flock(f, fcntl.LOCK_UN)
+        data = (line + "\n").encode("utf-8")
+        fd = os.open(self.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            try:  # one write of the whole line; a short one (a full disk) is taken back, never left torn
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            except OSError as e:
+                os.ftruncate(fd, size)
+                if e.errno in FULL:
+                    raise NoSpace(self.ledger, e.strerror) from None
+                raise
+        finally:
+            os.close(fd)  # releases the flock
 
     def events(self) -> Iterator[dict[str, Any]]:
         try:
@@ -348,8 +311,10 @@ class RunDir:
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if key != self._events_key:
             text = self.ledger.read_text(encoding="utf-8")
+            # Lines are written whole (record); a last line without its newline is one still being written.
+            whole = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
             self._events = [records.check(json.loads(line), records.LEDGER, f"{self.ledger}:{n}")
-                            for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+                            for n, line in enumerate(whole.splitlines(), 1) if line.strip()]
             self._events_key = key
         return iter(self._events)
 

@@ -18,6 +18,9 @@ DATA = Path(__file__).resolve().parent / "data"
 set_hypothesis_home_dir(tempfile.mkdtemp(prefix="hpcbench-hypothesis-"))
 settings.register_profile("hpcbench", database=None)
 settings.load_profile("hpcbench")
+# Every summarize records into the history database: the session's goes to a tmp file, never the user's
+# $XDG_DATA_HOME (Slurm jobs and CLI subprocesses inherit it).
+os.environ["HPCBENCH_HISTORY"] = str(Path(tempfile.mkdtemp(prefix="hpcbench-history-")) / "history.sqlite")
 
 
 def _repository_files() -> set[str]:

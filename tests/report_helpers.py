@@ -5,9 +5,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hpcbench.files import atomic_write_json
 from hpcbench.plan.expand import Point, point_id
 from hpcbench.records import AllreduceRow, ErrorRecord, GpuUtil, RankInfo, ResultRecord
-from hpcbench.rundir import RunDir, atomic_write_json
+from hpcbench.rundir import RunDir
 
 
 def point(backend="gloo", model="mlp", nodes=1, rpn=1, framework="ddp", kind="train", batch=32, repeat=0,

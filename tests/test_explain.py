@@ -14,9 +14,9 @@ from conftest import DATA
 from report_helpers import make_run, point, record
 
 from hpcbench.explain import links, model
+from hpcbench.files import atomic_write_json
 from hpcbench.records import AllreduceRow, RankInfo
 from hpcbench.report.summarize import build
-from hpcbench.rundir import atomic_write_json
 
 LOGS = DATA / "logs"
 

@@ -12,9 +12,10 @@ import pytest
 from conftest import DATA, REPO
 
 from hpcbench.errors import ConfigError, RunDirBusy
+from hpcbench.files import atomic_write_json
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
-from hpcbench.rundir import RunDir, atomic_write_json
+from hpcbench.rundir import RunDir
 from hpcbench.submit.slurm import JobInfo, parse_sacct, parse_squeue
 from hpcbench.submit.status import STATES, Progress, SchedulerView, collect, parse_states, point_state
 

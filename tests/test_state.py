@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 
+from hpcbench.files import atomic_write_json
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
 from hpcbench.records import ErrorRecord
 from hpcbench.report.summarize import summarize
-from hpcbench.rundir import RunDir, atomic_write_json
+from hpcbench.rundir import RunDir
 from hpcbench.submit.status import collect
 
 SWEEP = "[matrix]\nnodes = [1, 2]\nranks_per_node = [1, 2]\n[[exclude]]\nnodes = 1\nranks_per_node = 1\n"

@@ -7,10 +7,10 @@ import re
 from conftest import DATA, write
 from report_helpers import GPU, STARVED, allreduce_rows, make_run, point, provenance, record
 
+from hpcbench.files import atomic_write_json
 from hpcbench.report.inputs import Inputs
 from hpcbench.report.samples import Sample
 from hpcbench.report.summarize import build, text
-from hpcbench.rundir import atomic_write_json
 from hpcbench.submit.status import COMPLETED, RUNNING
 
 

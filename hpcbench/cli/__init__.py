@@ -19,6 +19,8 @@ VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable
     ("plan", "same as 'sweep --dry-run': print the matrix, write the job scripts", run.args_plan, run.cmd_plan),
     ("summarize", "scaling report of runs or logs: tables, plots, report.md, references", results.args_summarize,
      results.cmd_summarize),
+    ("history", "each recorded point's trend over its runs; flags a run outside the spread", results.args_history,
+     results.cmd_history),
     ("explain", "why each point scales as it does: ranked findings with evidence, effect and fix",
      results.args_explain, results.cmd_explain),
     ("status", "the state and reason of every point of a run (one squeue call per poll)", run.args_status,

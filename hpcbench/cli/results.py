@@ -12,6 +12,7 @@ from hpcbench.cli.common import Args
 def cmd_summarize(args: Args) -> int:
     from hpcbench.errors import ConfigError
     from hpcbench.report import summarize as sm
+    from hpcbench.report.history import record_report
 
     if args.compare:
         if args.paths:
@@ -24,6 +25,8 @@ def cmd_summarize(args: Args) -> int:
     print(text, end="" if text.endswith("\n") else "\n")
     side = sys.stderr if args.format in ("csv", "json", "latex") else sys.stdout  # stdout stays pure data
     print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
+    if not args.no_history:
+        print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:
         print(report.partial_note(), file=side)
     bad = [a for a in report.aggs if a.n_ok < len(a.samples)]
@@ -56,6 +59,19 @@ def args_summarize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", help="cluster name for references (default: SLURM_CLUSTER_NAME from provenance)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
+    args_history(p, summarize=True)
+
+
+def cmd_history(args: Args) -> int:
+    from hpcbench.report.trend import command
+
+    return command(args)
+
+
+def args_history(p: argparse.ArgumentParser, summarize: bool = False) -> None:
+    from hpcbench.report.trend import arguments
+
+    arguments(p, summarize)
 
 
 # --- status, resubmit, cancel -----------------------------------------------------------------------------------

@@ -42,23 +42,23 @@ def cmd_sweep(args: Args) -> int:
         echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted")
         return 0
     echo(f"submitting with backend {backend.name}:")
-    return _submit_and_follow(spec, rd, python, backend, opts.wait, opts.poll_s, force=opts.force)
+    return _submit_and_follow(spec, rd, python, backend, args, force=opts.force)
 
 
-def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, wait: bool, poll_s: float,
-                       **kw: Any) -> int:
+def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, args: Args, **kw: Any) -> int:
+    from hpcbench.submit.retry import retrier
     from hpcbench.submit.runner import wait as wait_for
     from hpcbench.submit.submission import submit_points
 
-    report = submit_points(spec, rd, python, backend, echo, poll_s=poll_s, **kw)
+    report = submit_points(spec, rd, python, backend, echo, poll_s=args.poll, **kw)
     if report.packs:
         echo(f"packed {report.packed_points} points into {report.packs} allocation(s): "
               f"{report.allocations_saved} allocation(s) saved")
-    if backend.queued and not wait:
+    if backend.queued and not args.wait:
         echo(f"submitted {report.submitted}, refused {report.failed}; follow with: hpcbench status {rd.root} --wait")
         return 1 if report.failed else 0
     if backend.queued:
-        wait_for(rd, poll_s, echo)
+        wait_for(rd, args.poll, echo, retry=retrier(spec, rd, python, backend, args.max_retries, echo))
     from hpcbench.report.summarize import summarize
 
     text, rows = summarize(rd, "table")
@@ -99,6 +99,8 @@ def args_submit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll", type=float, default=5.0, help="seconds between queue polls with --wait")
     p.add_argument("--hold", action="store_true",
                    help="sbatch --hold: queue the jobs held, to start with 'scontrol release' (sbatch backend)")
+    p.add_argument("--max-retries", type=int, metavar="N", help="with --wait: resubmit a point the cluster failed "
+                   "(node failure, preemption, lost peer) up to N times; default: [slurm] max_retries (0)")
 
 
 def cmd_status(args: Args) -> int:
@@ -141,7 +143,7 @@ def cmd_resubmit(args: Args) -> int:
     python = spec.slurm.python or sys.executable
     render_all(spec, rd, rd.points(), python)
     echo(f"resubmitting points of {rd.root} in state {', '.join(wanted)} with backend {backend.name}:")
-    return _submit_and_follow(spec, rd, python, backend, args.wait, args.poll, select=states_of(wanted))
+    return _submit_and_follow(spec, rd, python, backend, args, select=states_of(wanted))
 
 
 def args_resubmit(p: argparse.ArgumentParser) -> None:

@@ -192,5 +192,7 @@ SLURM = (
     Setting("max_jobs_in_queue", 0, c.integer(0), "wait while this many of the run's jobs are queued (0: no limit)",
             int),
     Setting("pack", False, c.boolean, "run the points as job steps inside one allocation", bool),
+    Setting("max_retries", 0, c.integer(0), "resubmit a point the cluster failed (node failure, preemption, a lost "
+            "peer) up to this many times while --wait runs; a workload's own error is never retried", int),
 )
 SLURM_BY_NAME = {s.name: s for s in SLURM}

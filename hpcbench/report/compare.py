@@ -102,9 +102,9 @@ def compare(old: list[Agg], new: list[Agg]) -> Table:
 
 def compare_paths(old: str, new: str, fmt: str, cluster: str | None = None, out: Path | None = None) -> str:
     """`summarize --compare OLD NEW`: the table in ``fmt``; with ``out``, compare.md and compare.csv there too."""
+    from hpcbench.files import atomic_write_text
     from hpcbench.report.aggregate import aggregate
     from hpcbench.report.inputs import load
-    from hpcbench.rundir import atomic_write_text
 
     table = compare(*(aggregate(load([p], cluster).samples) for p in (old, new)))
     fmt = "github" if fmt == "markdown" else fmt

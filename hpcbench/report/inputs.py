@@ -127,7 +127,7 @@ def run_samples(rd: RunDir) -> list[Any]:
         prov = _provenance(paths, names)
         common: dict[str, Any] = {**p.params(), "state": st.state, "final": st.final, "logs": paths.logs(names),
                                   "provenance": prov, "cluster": _cluster(prov), "job_id": st.job_id,
-                                  "reason": st.reason}
+                                  "reason": st.explained}
         if st.ok and st.result is not None:
             samples.append(from_record(st.result, root, **common))
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hpcbench.rundir import utcnow
+from hpcbench.files import utcnow
 
 if TYPE_CHECKING:
     from hpcbench.report.summarize import Report

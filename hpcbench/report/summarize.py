@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hpcbench.files import atomic_write_text
 from hpcbench.report import baseline as baseline_mod
 from hpcbench.report import findings as fnd
 from hpcbench.report.aggregate import Agg, aggregate
 from hpcbench.report.inputs import Inputs, load
 from hpcbench.report.samples import TIDY_COLUMNS, tidy_row
-from hpcbench.rundir import RunDir, atomic_write_text
+from hpcbench.rundir import RunDir
 from hpcbench.tabular import Table, format_table
 
 # The short table `hpcbench sweep --wait` prints when the run ends.

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from hpcbench import __version__
 from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.files import atomic_write_text
 from hpcbench.plan.checks import time_seconds, time_text
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
-from hpcbench.rundir import RunDir, atomic_write_text
+from hpcbench.rundir import RunDir
 from hpcbench.submit.backends.base import Backend
 from hpcbench.submit.launch import launcher_argv, rank_argv
 from hpcbench.submit.render import gpu_request, sanitise_job_name, setup_lines, template

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TextIO
 
 from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.files import atomic_write_text, write_new
 from hpcbench.plan import limits
 from hpcbench.plan.expand import Point, expand
 from hpcbench.plan.spec import SweepSpec
-from hpcbench.rundir import RunDir, atomic_write_text, write_new
+from hpcbench.rundir import RunDir
 from hpcbench.submit import slurm
 from hpcbench.submit.backends.base import Backend
 from hpcbench.submit.render import render_job
@@ -106,10 +107,11 @@ def reopen_spec(rd: RunDir, cluster: str | None = None) -> SweepSpec:
 
 
 def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: float | None = None,
-         stream: TextIO | None = None) -> list[PointState]:
+         stream: TextIO | None = None, retry: Callable[[list[PointState]], int] | None = None) -> list[PointState]:
     """Block until every point is final; show one progress line of counts per state.
 
     Each poll is one squeue call (plus one sacct call where accounting works) for the whole run.
+    ``retry`` (hpcbench.submit.retry.retrier) resubmits the points the cluster failed; it returns how many.
     """
     from hpcbench.submit.status import Progress
 
@@ -117,6 +119,8 @@ def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: floa
     bar = Progress(stream or sys.stdout)
     while True:
         states = collect(rd, scheduler_view(rd))
+        if retry is not None and retry(states):
+            states = collect(rd, scheduler_view(rd))
         bar.show(f"  {len(states)} points: {count_line(states)}")
         if all(s.final for s in states):
             bar.done()

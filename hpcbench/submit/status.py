@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TextIO
 
@@ -45,7 +45,7 @@ from hpcbench.vocab import (
 
 # Lines in job logs that explain an ending, most specific first.
 _SLURM_END = re.compile(r"\*\*\* (?:JOB|STEP) \S+ .*(CANCELLED|DUE TO TIME LIMIT|DUE TO NODE FAILURE|PREEMPTION)")
-_OOM = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
+_OOM = OOM_LINE = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
 _SRUN_ECHO = re.compile(r"srun: error: \S+: tasks? [\d,-]+: (Exited with exit code|Killed|Terminated)")
 _ERRORISH = re.compile(r"(Error|error:|Exception|Traceback|FAILED|Killed|killed)")
 
@@ -65,6 +65,16 @@ class PointState:
     backend: str | None = None
     result: ResultRecord | None = None
     pack: str | None = field(default=None, compare=False)
+    earlier: tuple[dict, ...] = field(default=(), compare=False)  # the ledger's attempt_ended lines, oldest first
+
+    @property
+    def attempt(self) -> int:
+        return len(self.earlier) + 1
+
+    @property
+    def explained(self) -> str:
+        """The reason, and each earlier attempt's job, state and why it was submitted again."""
+        return _join(self.reason, attempt_note(list(self.earlier))) if self.earlier else self.reason
 
     def __post_init__(self) -> None:
         _normalise(self.state)
@@ -111,14 +121,20 @@ def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:
     return (errs[0] if errs else None), len(errs), bad
 
 
-def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str | None]:
-    """(a line from the job's logs that explains its end, the state that line implies or None)."""
+def log_lines(paths: PointPaths, job_id: str | None = None) -> list[str]:
+    """Every line of one job's logs (every job's when None), unreadable files skipped."""
     lines: list[str] = []
     for log in paths.logs(job_id=job_id):
         try:
             lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
+    return lines
+
+
+def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str | None]:
+    """(a line from the job's logs that explains its end, the state that line implies or None)."""
+    lines = log_lines(paths, job_id)
     for line in reversed(lines):
         m = _SLURM_END.search(line)
         if m:
@@ -274,21 +290,39 @@ def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None) -> list[Poi
     elif isinstance(view, dict):
         view = SchedulerView({j: JobInfo(j, s) for j, s in view.items()})
     subs = rd.submissions()
+    earlier = ended_attempts(rd)
     out = []
     for p in rd.points():
         sub = subs.get(p.id)
         job = view.jobs.get(str(sub.get("job_id"))) if sub and sub.get("job_id") else None
-        out.append(point_state(p, rd.point(p), sub, job, view.read))
+        st = point_state(p, rd.point(p), sub, job, view.read)
+        out.append(replace(st, earlier=tuple(earlier[p.id])) if p.id in earlier else st)
     return out
+
+
+def ended_attempts(rd: RunDir) -> dict[str, list[dict]]:
+    """Every point's earlier attempts, oldest first: the ledger's attempt_ended lines (written on resubmission)."""
+    out: dict[str, list[dict]] = {}
+    for e in rd.events():
+        if e["event"] == "attempt_ended":
+            out.setdefault(e["point_id"], []).append(e)
+    return out
+
+
+def attempt_note(earlier: list[dict]) -> str:
+    """``attempt 2; earlier: job 41 NODE_FAIL [retried: node failure]: Slurm: NODE_FAIL (...)``."""
+    said = [f"job {e.get('job_id')} {e.get('state')} [{'retried: ' + e['retry'] if e.get('retry') else 'resubmitted'}]"
+            + (f": {e['reason']}" if e.get("reason") else "") for e in earlier]
+    return f"attempt {len(earlier) + 1}; earlier: " + "; ".join(said)
 
 
 def status_table(states: list[PointState]) -> str:
     """`hpcbench status`: one row per point, then the counts per state."""
     from hpcbench.tabular import format_table
 
-    rows = [{"point": s.point.label, "id": s.point.id, "state": s.state, "job": s.job_id,
-             "reason": s.reason or None} for s in states]
-    return format_table(rows, ("point", "id", "state", "job", "reason")) + f"\n{len(states)} points: {count_line(states)}"
+    rows = [{"point": s.point.label, "id": s.point.id, "state": s.state, "job": s.job_id, "attempt": s.attempt,
+             "reason": s.explained or None} for s in states]
+    return format_table(rows, ("point", "id", "state", "job", "attempt", "reason")) + f"\n{len(states)} points: {count_line(states)}"
 
 
 def counts(states: list[PointState]) -> Counter[str]:

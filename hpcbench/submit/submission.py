@@ -22,8 +22,8 @@ from hpcbench.rundir import RunDir
 from hpcbench.submit import slurm
 from hpcbench.submit.backends.base import Backend
 from hpcbench.submit.pack import Packed, submit_pack
-from hpcbench.submit.status import PointState, collect, scheduler_view
-from hpcbench.vocab import KEEP_ON_RERUN
+from hpcbench.submit.status import PointState, SchedulerView, collect, scheduler_view
+from hpcbench.vocab import KEEP_ON_RERUN, UNKNOWN
 
 # Test hook: seconds to sleep after sbatch answers and before the ledger records the job id, the
 # window that a kill -9 of the submitter must survive. Unset in normal use.
@@ -166,20 +166,24 @@ def _started(backend: Backend, spec: SweepSpec, p: Point, paths: Any, python: st
 
 def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, echo: Echo,
                   select: Callable[[PointState], bool] | None = None, force: bool = False,
-                  poll_s: float = 5.0) -> SubmitReport:
+                  poll_s: float = 5.0, causes: dict[str, Any] | None = None) -> SubmitReport:
     """Submit the run's points that need it, under the run's lock.
 
     ``select`` picks points by their current state; by default every point without a live job or a
     result (a re-run of the same sweep submits only what is missing). ``force`` takes every point,
-    cancelling its live job first so that no point ever has two.
+    cancelling its live job first so that no point ever has two. ``causes``: point id -> why an automatic
+    retry resubmits it (hpcbench.submit.retry.Cause), kept in the ledger with the attempt it ends.
     """
     report = SubmitReport()
     backend.comment = rd.job_comment
     with rd.lock():
         report.recovered, report.lost = reconcile(rd, echo)
         todo = _choose(rd, backend, report, echo, select, force)
-        for s in todo:
+        for s in todo:  # every attempt is kept: its files under attempts/<job id>/, its ending in the ledger
             if s.job_id:
+                why = (causes or {}).get(s.point.id)
+                rd.record("attempt_ended", s.point.id, job_id=s.job_id, state=s.state, reason=s.reason,
+                          **({"retry": why.kind, "why": why.why} if why else {}))
                 rd.point(s.point).archive(s.job_id)
         points = [s.point for s in todo]
         if spec.slurm.pack and backend.packs and len(points) > 1:
@@ -195,7 +199,13 @@ def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, ec
 def _choose(rd: RunDir, backend: Backend, report: SubmitReport, echo: Echo,
             select: Callable[[PointState], bool] | None, force: bool) -> list[PointState]:
     """The points to submit now; with ``force``, every point, its live job cancelled first."""
-    states = collect(rd, scheduler_view(rd)) if rd.submissions() else collect(rd, {})
+    view = scheduler_view(rd) if rd.submissions() else {}
+    states = collect(rd, view)
+    blind = [s for s in states if s.state == UNKNOWN and s.job_id and s.backend != "local"]
+    if blind and isinstance(view, SchedulerView) and not view.read:  # their jobs may live: a second one would double
+        raise SchedulerError(f"{rd.root}: the queue cannot be read (squeue failed), so it is not known whether the "
+                             f"jobs of {len(blind)} point(s) still live; nothing was submitted",
+                             hint="check the controller (scontrol ping) and run the same command again once it answers")
     if force:
         todo = list(states)
         live = [s.job_id for s in states if s.queued and s.job_id]

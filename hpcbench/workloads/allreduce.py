@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import AllreduceRow, ResultRecord
-from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
+from hpcbench.rundir import PointPaths
 from hpcbench.workloads import frameworks, provenance
 from hpcbench.workloads.common import rank_info, rank_main, require, versions
 from hpcbench.workloads.config import AllreduceConfig

@@ -16,8 +16,9 @@ from typing import Any
 
 from hpcbench import __version__
 from hpcbench.errors import BackendUnavailable
+from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import ErrorRecord, RankInfo
-from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
+from hpcbench.rundir import PointPaths
 from hpcbench.vocab import TORCH_BACKEND
 from hpcbench.workloads.distenv import DistEnv, from_environ
 

@@ -361,13 +361,13 @@ class Recorder:
 
     def write(self) -> None:
         if self.path is not None:
-            from hpcbench.rundir import atomic_write_json
+            from hpcbench.files import atomic_write_json
 
             atomic_write_json(self.path, self.doc)
 
     def finish(self) -> dict[str, Any]:
         if not self.done:
-            from hpcbench.rundir import utcnow
+            from hpcbench.files import utcnow
 
             self.done = True
             ib_after(self.doc["infiniband"]["devices"], self.sys_root)
@@ -378,7 +378,7 @@ class Recorder:
 
 def start(path: Path | None, rank: int, local_rank: int, **kw: Any) -> Recorder:
     """Collect this rank's provenance and write it to ``path`` (``PointPaths.provenance(rank)``)."""
-    from hpcbench.rundir import utcnow
+    from hpcbench.files import utcnow
 
     rec = Recorder(collect(rank, local_rank, **kw), path, kw.get("sys_root", Path("/sys")))
     rec.doc["started_at"] = utcnow()

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.errors import InjectedFault
+from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import ResultRecord
-from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
+from hpcbench.rundir import PointPaths
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import MODELS
 from hpcbench.workloads import frameworks, gpumon, provenance

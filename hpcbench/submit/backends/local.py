@@ -16,10 +16,11 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from hpcbench.errors import ConfigError
+from hpcbench.files import atomic_write_text
 from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
-from hpcbench.rundir import PointPaths, atomic_write_text
+from hpcbench.rundir import PointPaths
 from hpcbench.submit.backends.base import Backend
 from hpcbench.submit.launch import rank_argv
 from hpcbench.vocab import HOROVOD_MAP
