@@ -21,7 +21,10 @@ LEDGER = "hpcbench.ledger"
 PROVENANCE = "hpcbench.provenance"
 
 # name -> versions this code can read. result/2 only adds fields (all defaulted), so /1 still reads.
-KNOWN: dict[str, tuple[int, ...]] = {RESULT: (1, 2), ERROR: (1,), PLAN: (1,), LEDGER: (1,), PROVENANCE: (1,)}
+# result/3: a communication record's rows name their collective (all_gather, ...), whose size and busbw follow
+# nccl-tests' definitions for it, and `unsupported` says why a point measured nothing. A reader of /2 would take
+# all_gather rows for allreduce rows, so /3 is refused there; /1 and /2 read here as all_reduce.
+KNOWN: dict[str, tuple[int, ...]] = {RESULT: (1, 2, 3), ERROR: (1,), PLAN: (1,), LEDGER: (1,), PROVENANCE: (1,)}
 CURRENT: dict[str, int] = {name: max(v) for name, v in KNOWN.items()}
 
 
@@ -86,20 +89,25 @@ class GpuUtil:
 
 @dataclass(frozen=True)
 class AllreduceRow:
-    """One message size of the allreduce benchmark, with nccl-tests' definitions of algbw and busbw."""
+    """One message size of the communication benchmark, with nccl-tests' definitions of size, algbw and busbw
+    for its collective (hpcbench.workloads.collectives)."""
 
     size_bytes: int
     count: int  # elements
     dtype: str
     time_us: float  # mean over iterations, slowest rank
     algbw_gbps: float  # GB/s = size / time
-    busbw_gbps: float  # algbw * 2 (n-1) / n
-    wrong: int  # elements that differ from the expected sum
+    busbw_gbps: float  # algbw * nccl-tests' factor for the collective (all_reduce: 2 (n-1) / n)
+    wrong: int  # elements that differ from the expected result
     # The same, out of place (Horovod's allreduce; torch.distributed: copy + in-place). The fields above are in place.
     oop_time_us: float | None = None
     oop_algbw_gbps: float | None = None
     oop_busbw_gbps: float | None = None
     oop_wrong: int | None = None
+    # --- result/3 ---
+    collective: str = "all_reduce"  # nccl-tests' name (vocab.COLLECTIVES)
+    redop: str = "sum"  # as nccl-tests prints it: "none" where the collective reduces nothing
+    root: int = -1  # broadcast and reduce: the root rank
 
 
 @dataclass(frozen=True)
@@ -145,7 +153,8 @@ class ResultRecord:
     comm_method: str | None = None  # how the split was measured
     gpu: GpuUtil | None = None
     gpu_reason: str | None = None  # why gpu is None
-    allreduce: list[AllreduceRow] = field(default_factory=list)
+    allreduce: list[AllreduceRow] = field(default_factory=list)  # a communication point's rows, of any collective
+    unsupported: str | None = None  # result/3: why a communication point measured nothing (no such collective)
     affinity_ok: bool | None = None  # every rank's affinity matches the requested binding
     affinity_detail: str | None = None
     provenance: list[str] = field(default_factory=list)  # provenance-rank<N>.json names, in the point folder

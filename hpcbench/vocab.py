@@ -17,6 +17,8 @@ CPU_BINDS = ("sockets", "cores", "none")
 DATA = ("synthetic", "mnist", "cifar10")
 SCALING = ("weak", "strong")
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+# nccl-tests' collectives, by the names of its binaries (all_gather_perf, ...): what kind = "allreduce" measures
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
 NO_FRAMEWORK = "none"  # one process, no communication library: the ideal baseline
 
 # Sweep backend -> the torch.distributed backend name, and -> Horovod's (controller, CPU tensor operations).
@@ -86,3 +88,5 @@ SUBMITTERS = ("auto", "sbatch", "submitit", "local")
 
 # --- what a log of a job hpcbench did not launch gave ----------------------------------------------------------
 PARSED, NO_RESULT, NOT_MEASURED = "parsed", "no result", "not measured"  # a measurement / a cut one / none at all
+# A communication point whose ranks found that their library has no such collective: recorded, not failed.
+UNSUPPORTED = "UNSUPPORTED"

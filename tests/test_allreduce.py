@@ -14,6 +14,7 @@ from hpcbench.plan.spec import parse
 from hpcbench.records import ResultRecord
 from hpcbench.rundir import RunDir
 from hpcbench.workloads import allreduce as ar
+from hpcbench.workloads import collectives as col
 from hpcbench.workloads.config import AllreduceConfig
 
 pytestmark = pytest.mark.torch  # runs the real torch workload (or probes torch)
@@ -22,32 +23,33 @@ pytestmark = pytest.mark.torch  # runs the real torch workload (or probes torch)
 def test_sizes_and_bus_factor():
     assert ar.sizes(8, 64, 2) == [8, 16, 32, 64]
     assert ar.sizes(8, 100, 4) == [8, 32]
-    assert ar.bus_factor(1) == 0 and ar.bus_factor(2) == 1 and ar.bus_factor(8) == 1.75
+    assert col.bus_factor(1) == 0 and col.bus_factor(2) == 1 and col.bus_factor(8) == 1.75
     assert ar.algbw(10**9, 1e6) == 1.0  # 1 GB in 1 s
 
 
 def test_wrong_elements_are_counted():
     import torch
 
-    world = 3
-    good = sum(ar._pattern(torch, r, 11, torch.float32) for r in range(world))
-    assert ar._count_wrong(torch, good, world) == 0
+    world, count = 3, 11
+    idx = torch.arange(count)
+    good = sum(col.input_values("all_reduce", r, idx) for r in range(world)).to(torch.float32)
+    assert col.count_wrong(torch, "all_reduce", good, 0, world, count) == 0
     bad = good.clone()
     bad[2] += 1
-    bad[10] = 0  # in the tail that does not fill a group of four
-    assert ar._count_wrong(torch, bad, world) == 2
+    bad[10] = 0  # the last element
+    assert col.count_wrong(torch, "all_reduce", bad, 0, world, count) == 2
     # Exact in the narrowest float: partial sums of small integers stay representable.
-    half = sum(ar._pattern(torch, r, 8, torch.bfloat16) for r in range(16))
-    assert ar._count_wrong(torch, half, 16) == 0
+    half = sum(col.input_values("all_reduce", r, torch.arange(8)) for r in range(16)).to(torch.bfloat16)
+    assert col.count_wrong(torch, "all_reduce", half, 0, 16, 8) == 0
 
 
 def test_table_has_nccl_tests_layout():
     real = (DATA / "allreduce" / "nccltests_3.log").read_text().splitlines()
     cfg = AllreduceConfig(out=".", point_id="x", label="l", framework="ddp", backend="gloo", device="cpu", nodes=2,
                           ranks_per_node=1, min_bytes=10737418240, max_bytes=10737418240)
-    rows = [(10737418240, 2684354560, ar.Measured(90330.0, 0), ar.Measured(91945.0, 0))]
+    rows = [ar.Row(10737418240, 2684354560, ar.Measured(90330.0, 0), ar.Measured(91945.0, 0))]
     ranks = [{"rank": 0, "local_rank": 0, "pid": 417, "bus": 0, "host": "node1", "device": "cpu"}]
-    ours = ar.format_table(cfg, 16, ranks, rows, "torch.distributed backend=gloo").splitlines()
+    ours = ar.format_table(cfg, 16, ranks, ar.Measurement(rows, []), "torch.distributed backend=gloo").splitlines()
     header = next(i for i, line in enumerate(real) if "#wrong" in line)
     # The three column-header lines are nccl-tests' own, byte for byte (trailing blanks aside).
     assert [line.rstrip() for line in ours if line.startswith("#  ") and ("size" in line or "place" in line
@@ -55,8 +57,10 @@ def test_table_has_nccl_tests_layout():
     # Same numbers give the same data row, column for column.
     assert [line for line in ours if not line.startswith("#")] == [real[header + 2]]
     assert ours[0] == real[1]  # the parameter line, with nccl-tests' defaults (warm-up 5, iters 20)
-    assert re.match(r"^# Avg bus bandwidth    : [\d.]+ $", ours[-2])
-    assert ours[-3] == "# Out of bounds values : 0 OK"
+    # nccl-tests' footer, and the trailer its newer releases print (it names the collective)
+    assert ours[-4] == "# Out of bounds values : 0 OK"
+    assert re.match(r"^# Avg bus bandwidth    : [\d.]+ $", ours[-3])
+    assert ours[-2:] == ["#", "# Collective test concluded: all_reduce_perf"]
 
 
 def test_allreduce_sweep_keys(tmp_path):

@@ -21,11 +21,11 @@ from hpcbench.plan.fields import AXES, PARAMS, WORKLOAD_KEYS, Param
 from hpcbench.plan.spec import parse
 from hpcbench.report.samples import TIDY_COLUMNS, from_record, tidy_row
 from hpcbench.submit.launch import rank_argv
-from hpcbench.vocab import BACKENDS, DATA, DEVICES, DTYPES, FRAMEWORKS, KINDS, MODELS, SCALING
+from hpcbench.vocab import BACKENDS, COLLECTIVES, DATA, DEVICES, DTYPES, FRAMEWORKS, KINDS, MODELS, SCALING
 from hpcbench.workloads.config import CONFIGS, MODULE
 
 # Words a string parameter might take; the parameter's own checker says which it accepts.
-_WORDS = (*FRAMEWORKS, *BACKENDS, *MODELS, *DEVICES, *DATA, *SCALING, *DTYPES, *KINDS, "/scratch/data")
+_WORDS = (*FRAMEWORKS, *BACKENDS, *MODELS, *DEVICES, *DATA, *SCALING, *DTYPES, *KINDS, *COLLECTIVES, "/scratch/data")
 
 
 def other_value(p: Param, current: Any = None) -> Any:

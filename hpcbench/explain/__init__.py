@@ -16,7 +16,7 @@ from hpcbench.explain import bounds, rules_host, rules_net, rules_stats
 from hpcbench.explain.context import Context
 from hpcbench.explain.links import Peak
 from hpcbench.findings import Finding, ranked
-from hpcbench.vocab import ERROR
+from hpcbench.vocab import ERROR, INFO, UNSUPPORTED
 
 RULES = (*rules_net.RULES, *rules_host.RULES, *rules_stats.RULES)
 
@@ -44,6 +44,11 @@ def explain(points: list[Any], allreduce_file: str | Path | None = None) -> list
         ctx = Context.of(p, points)
         if not p.measures:  # a log of NCCL lines only: evidence about transports, nothing else
             out.append(PointWhy(p, ranked([f for rule in rules_net.RULES for f in rule(ctx)])))
+            continue
+        if p.state == UNSUPPORTED:  # the ranks recorded that their library has no such collective
+            out.append(PointWhy(p, [Finding(INFO, "unsupported", p.reason, "measure this collective with a library "
+                                            "that has it (torch.distributed has every one of nccl-tests')",
+                                            subject=p.label)]))
             continue
         if not p.ok:
             out.append(PointWhy(p, [Finding(ERROR, "no-result", f"{p.state}: {p.reason or 'no reason recorded'}",

@@ -39,8 +39,9 @@ def _curve(point: Any) -> dict[int, float]:
 def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[Any, model.Fit]:
     """Allreduce curves fitted per (framework, backend, nodes, ranks per node); key None: --allreduce FILE."""
     out: dict[Any, model.Fit] = {}
-    for a in points:
-        if a.kind != "train" and a.ok and any(s.allreduce for s in a.samples):
+    for a in points:  # all_reduce only: the gradient exchange the model is about (other collectives never stand in)
+        allreduce = getattr(a, "collective", None) in (None, "all_reduce")
+        if a.kind != "train" and a.ok and allreduce and any(s.allreduce for s in a.samples):
             f = model.fit(_curve(a), f"the run's allreduce point {a.label}")
             if f:
                 out[(a.framework, a.backend, a.nodes, a.ranks_per_node)] = f
@@ -48,6 +49,11 @@ def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[An
         from hpcbench.parse import parse_file
 
         tests = parse_file(allreduce_file).get("nccl_tests") or {}
+        if tests.get("collective") not in (None, "all_reduce"):
+            from hpcbench.errors import ConfigError
+
+            raise ConfigError(f"{allreduce_file}: a {tests['collective']} log; the scaling model needs an all_reduce "
+                              "curve", hint="give an all_reduce_perf log, or the job log of an hpcbench all_reduce point")
         curve = {int(r["size"]): float(r["oop_time_us"]) for r in tests.get("rows") or [] if r.get("oop_time_us")}
         f = model.fit(curve, Path(allreduce_file).name)
         if f:

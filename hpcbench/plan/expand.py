@@ -66,8 +66,9 @@ def point_id(params: dict[str, Any]) -> str:
 
 def label(p: dict[str, Any], repeats: int) -> str:
     layout = f"n{p['nodes']}x{p['ranks_per_node']}"
-    if p["kind"] == "allreduce":
-        text = f"{p['framework']}-{p['backend']}-allreduce-{layout}"
+    if p["kind"] == "allreduce":  # named by its collective; all_reduce keeps the name labels always had
+        what = p.get("collective") if p.get("collective") not in (None, "all_reduce") else "allreduce"
+        text = f"{p['framework']}-{p['backend']}-{what}-{layout}"
     elif p["framework"] == NO_FRAMEWORK:  # its backend is "none" too
         text = f"none-{p['model']}-b{p['batch_size']}-{layout}"
     else:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
+from hpcbench import vocab
 from hpcbench.plan import checks as c
 from hpcbench.vocab import BACKENDS, CPU_BINDS, DATA, DEVICES, DTYPES, FRAMEWORKS, KINDS, LAUNCHERS, MODELS, SCALING
 
@@ -110,6 +111,8 @@ PARAMS: tuple[Param, ...] = (
     Param("dtype", "float32", c.choice(DTYPES, "dtype"), "element type", kinds=ALLREDUCE, role="series"),
     Param("warmup_iters", 5, c.integer(0), "untimed operations per size (-w)", type=int, kinds=ALLREDUCE),
     Param("iters", 20, c.integer(1), "timed operations per size (-n)", type=int, kinds=ALLREDUCE),
+    Param("collective", "all_reduce", c.choice(vocab.COLLECTIVES, "collective"), "which collective (nccl-tests' name)",
+          kinds=ALLREDUCE, axis=True, quiet=True, role="series"),
 )
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
 NAMES = tuple(BY_NAME)

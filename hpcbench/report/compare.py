@@ -66,7 +66,7 @@ def _row(o: Agg | None, n: Agg | None) -> list[Any]:
     states = " / ".join(x.state for x in (o, n) if x is not None)
     if a.kind != "train":
         po, pn = (_peak(o) if o else None), (_peak(n) if n else None)
-        return [a.framework, a.backend, a.model, a.kind, a.layout, "peak busbw GB/s", num(po), num(pn), _ratio(pn, po),
+        return [a.framework, a.backend, a.collective or a.model, a.kind, a.layout, "peak busbw GB/s", num(po), num(pn), _ratio(pn, po),
                 "—", "no test: no spread measured", where, states]
     ms = (lambda x: None if x is None or x.step_time_s is None else x.step_time_s * 1e3)
     thr = (lambda x: x.throughput if x else None)

@@ -7,7 +7,7 @@ from typing import Any
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip, num, pct
 from hpcbench.report.names import unit
-from hpcbench.vocab import ERROR, WARNING
+from hpcbench.vocab import ERROR, UNSUPPORTED, WARNING
 
 
 def best_at_each_scale(aggs: list[Agg]) -> list[str]:
@@ -52,8 +52,13 @@ def superlinear(aggs: list[Agg]) -> list[str]:
 
 
 def failed_points(aggs: list[Agg]) -> list[str]:
-    bad = [a for a in aggs if a.n_ok < len(a.samples) and a.measures]
+    bad = [a for a in aggs if a.n_ok < len(a.samples) and a.measures and a.state != UNSUPPORTED]
     return [f"{a.label}: {a.state}" + (f": {clip(a.reason, 120)}" if a.reason else "") for a in bad]
+
+
+def unsupported(aggs: list[Agg]) -> list[str]:
+    """Communication points whose library has no such collective: what the ranks recorded, once each."""
+    return [f"{a.label}: {a.reason}" for a in aggs if a.state == UNSUPPORTED]
 
 
 def not_measured(aggs: list[Agg]) -> list[str]:

@@ -93,12 +93,14 @@ def _horovod(hvd: dict[str, Any], head: str, nranks: int | None, how: list[str],
 
 
 def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Any:
-    rows = [_allreduce_row(r) for r in tests.get("rows") or []]
+    rows = [_allreduce_row(r, tests.get("collective") or "all_reduce") for r in tests.get("rows") or []]
     ranks_seen = len(set(re.findall(r"#\s+Rank\s+(\d+)\s.*\bon\s+\S+", head)))
     world = nranks or ranks_seen or None
     said = list(how) + ([f"{ranks_seen} ranks from nccl-tests 'Rank N ... on HOST' lines"] if ranks_seen else [])
-    return Sample(state=PARSED if rows else NO_RESULT, ok=bool(rows), kind="allreduce",
-                  framework="nccl-tests", model=tests.get("collective") or "all_reduce", device="cuda",
+    collective = tests.get("collective")
+    said += [] if collective else ["collective all_reduce: the log names none (no command line or test name)"]
+    return Sample(state=PARSED if rows else NO_RESULT, ok=bool(rows), kind="allreduce", collective=collective or
+                  "all_reduce", framework="nccl-tests", model=collective or "all_reduce", device="cuda",
                   world_size=world, ranks_per_node=_layout(base["nodes"], world), allreduce=rows,
                   reason="" if rows else "nccl-tests output without data rows", inferred="; ".join(said),
                   **base | {"backend": "nccl"})
@@ -129,9 +131,10 @@ def _precision(head: str) -> str | None:
     return "fp16" if _FP16.search(head) else None
 
 
-def _allreduce_row(r: dict[str, Any]) -> AllreduceRow:
+def _allreduce_row(r: dict[str, Any], collective: str) -> AllreduceRow:
     wrong = r.get("oop_wrong")
     return AllreduceRow(size_bytes=int(r["size"]), count=int(r.get("count") or 0), dtype=str(r.get("type") or "?"),
                         time_us=float(r["oop_time_us"]), algbw_gbps=float(r["oop_algbw"]),
                         busbw_gbps=float(r["oop_busbw"]),
-                        wrong=int(wrong) if isinstance(wrong, (int, float)) else -1)
+                        wrong=int(wrong) if isinstance(wrong, (int, float)) else -1, collective=collective,
+                        redop=str(r.get("redop") or "?"), root=r["root"] if isinstance(r.get("root"), int) else -1)

@@ -18,6 +18,14 @@ PLOT_TITLES = {
 }
 
 
+def plot_title(name: str) -> str:
+    """A plot's heading; <collective>_busbw.png for each collective besides all_reduce."""
+    from hpcbench.report.tables_allreduce import TITLES
+
+    collective = name.removesuffix("_busbw.png")
+    return PLOT_TITLES.get(name) or (f"{TITLES[collective]} bus bandwidth" if collective in TITLES else name)
+
+
 def _sources(report: Report) -> list[str]:
     return sorted({s.source for s in report.inputs.samples})
 
@@ -77,7 +85,7 @@ def report_md(report: Report) -> str:
         out.append("")
     out += ["## Plots", ""]
     for name, status in report.plots.items():
-        title = PLOT_TITLES.get(name, name)
+        title = plot_title(name)
         out += ([f"### {title}", "", f"![{title}]({name})", ""] if status == "written"
                 else [f"### {title}", "", f"_{status}_", ""])
     if not report.plots:

@@ -32,7 +32,7 @@ def placement(a: Agg) -> str:
 def what(a: Agg) -> str:
     """framework-backend and model (the collective, for a communication benchmark)."""
     if a.framework == "nccl-tests":
-        return f"nccl-tests {a.model}"
+        return f"nccl-tests {a.collective}"
     fw = a.framework if a.framework not in ("?", None) else "?"
     backend = f"-{a.backend}" if a.backend not in ("?", None, "none") else ""
     model = f" {a.model}" if a.kind == "train" and a.model not in ("?", None) else ""

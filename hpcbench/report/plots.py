@@ -17,7 +17,7 @@ from hpcbench.report.aggregate import Agg
 from hpcbench.report.baseline import scaling_label, series_key
 from hpcbench.report.fmt import size
 from hpcbench.report.names import names_apart, network, unit, what
-from hpcbench.report.tables_allreduce import curves
+from hpcbench.report.tables_allreduce import FACTORS, SIZES, TITLES, curves, present
 from hpcbench.report.tables_scaling import train
 
 MANY = 6  # series beyond which the legend gets one "ideal" entry instead of one per series
@@ -153,13 +153,14 @@ def _binary_sizes(ax: Any) -> None:
         label.set_fontsize(7)
 
 
-def allreduce_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> Any:
-    """busbw per size; where the slowest link's peak is known, a dashed line at it in the series' colour
-    and the largest size's share of it, so a curve is read against what the hardware can do."""
+def collective_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None,
+                  collective: str = "all_reduce") -> Any:
+    """busbw per size of one collective; where the slowest link's peak is known, a dashed line at it in the
+    series' colour and the largest size's share of it, so a curve is read against what the hardware can do."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE)
     drawn: set[float] = set()
-    for name, a, curve in curves(aggs):
+    for name, a, curve in curves(aggs, collective):
         pts = [(n, v[0]) for n, v in sorted(curve.items()) if v[0] > 0]  # busbw is 0 at one rank: off a log axis
         if not pts:
             continue
@@ -176,17 +177,27 @@ def allreduce_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = Non
                     ha="right", fontsize=7, color=line.get_color())
     _binary_sizes(ax)
     ax.set_yscale("log")
-    ax.set(title="Allreduce bus bandwidth vs message size (log-log)", xlabel="message size",
+    ax.set(title=f"{TITLES[collective]} bus bandwidth vs message size (log-log; busbw = algbw × "
+           f"{FACTORS[collective]})", xlabel="message size" + (" (whole buffer)" if collective in SIZES else ""),
            ylabel="busbw (GB/s, log scale)")
+    ax.title.set_fontsize(10)
     _finish(ax)
     fig.tight_layout()
     return fig
 
 
+def allreduce_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> Any:
+    return collective_bw(aggs, peaks, "all_reduce")
+
+
+def bw_file(collective: str) -> str:
+    return "allreduce_busbw.png" if collective == "all_reduce" else f"{collective}_busbw.png"
+
+
 def allreduce_latency(aggs: list[Agg]) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    for name, _, curve in curves(aggs):
+    for name, _, curve in curves(aggs, "all_reduce"):
         pts = [(n, v[2]) for n, v in sorted(curve.items()) if n <= SMALL and v[2] > 0]
         if pts:
             ax.plot(*zip(*pts), marker=".", label=name)
@@ -255,24 +266,32 @@ PLOTS: dict[str, tuple[str, Callable[..., Any], str]] = {
 
 def has_data(name: str, aggs: list[Agg]) -> bool:
     if name.startswith("allreduce_"):
-        return bool(curves(aggs))
+        return bool(curves(aggs, "all_reduce"))
     return any(a.ok and a.throughput for a in train(aggs))
+
+
+def _save(fig: Any, path: Path) -> None:
+    fig.savefig(path, dpi=DPI)
+    _plt().close(fig)
 
 
 def write_all(aggs: list[Agg], out: Path, baseline_mode: str,
               peaks: dict[int, tuple[Any, str]] | None = None) -> dict[str, str]:
-    """Draw every plot that has data into ``out``; return file name -> a note (written, or why not)."""
-    plt = None
+    """Draw every plot that has data into ``out``; return file name -> a note (written, or why not).
+    Besides the allreduce plots, each other collective the run measured gets its own busbw plot."""
     done: dict[str, str] = {}
     extra = {"baseline": baseline_mode, "peaks": peaks}
     for name, (shows, fn, takes) in PLOTS.items():
         if not has_data(name, aggs):
             done[name] = f"not drawn: no data for {shows}"
             continue
-        fig = fn(aggs, extra[takes]) if takes else fn(aggs)
-        fig.savefig(out / name, dpi=DPI)
-        plt = plt or _plt()
-        plt.close(fig)
+        _save(fn(aggs, extra[takes]) if takes else fn(aggs), out / name)
+        done[name] = "written"
+    for collective in (c for c in present(aggs) if c != "all_reduce"):
+        name = bw_file(collective)
+        if not curves(aggs, collective):
+            done[name] = f"not drawn: no {collective} point has figures"
+            continue
+        _save(collective_bw(aggs, peaks, collective), out / name)
         done[name] = "written"
     return done
-

@@ -14,7 +14,7 @@ from typing import Any
 from hpcbench.plan.fields import BY_NAME, NAMES, PARAMS
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.stats import mean_ci95
-from hpcbench.vocab import COMPLETED
+from hpcbench.vocab import COMPLETED, UNSUPPORTED
 
 
 @dataclass
@@ -139,5 +139,9 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
         "hosts": tuple(sorted({r.hostname for r in rec.ranks})), "n_steps": len(rec.step_times_s) or None,
         "versions": dict(rec.versions), "allreduce": list(rec.allreduce), "record": rec,
     }
+    if rec.kind != "train":  # records from before collectives (result/1, /2) measured all_reduce
+        kw.setdefault("collective", BY_NAME["collective"].default)
     kw.update(extra)
+    if rec.unsupported:  # the ranks found no such collective in their library: said, never a failure
+        kw.update(state=UNSUPPORTED, ok=False, reason=rec.unsupported)
     return Sample(**kw)

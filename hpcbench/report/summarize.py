@@ -73,7 +73,7 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
           cluster: str | None = None, inputs: Inputs | None = None, allreduce_file: str | Path | None = None) -> Report:
     from hpcbench.explain import explain
     from hpcbench.report import references as refs_mod
-    from hpcbench.report.tables_allreduce import allreduce
+    from hpcbench.report.tables_allreduce import collective_tables
     from hpcbench.report.tables_env import environment
     from hpcbench.report.tables_scaling import comm_compute, gpu_util, intra_inter, placement
     from hpcbench.report.tables_transport import transports
@@ -89,7 +89,8 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
-    tables = [intra, inter, allreduce(aggs, peaks_of(why)), trans, env, comm_compute(aggs), placement(aggs), gpu]
+    tables = [intra, inter, *collective_tables(aggs, peaks_of(why)), trans, env, comm_compute(aggs), placement(aggs),
+              gpu]
     regressions = 0
     if refs is not None:
         ref_table, regressions = refs_mod.check(refs, aggs)
@@ -102,6 +103,7 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
         "environment differences between nodes": differs,
         "GPU utilisation": gpu_warn,
         "points without a result (failed, missing or not finished)": fnd.failed_points(aggs),
+        "collectives a library does not have (recorded by the ranks; not failures)": fnd.unsupported(aggs),
         "not measured (logs with no measurement: evidence for the transport table only)": fnd.not_measured(aggs),
         "references": [f"{regressions} reference check(s) failed"] if regressions else [],
         "inferred from logs": inputs.notes,
@@ -160,6 +162,9 @@ def summarize(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]
         return format_table(rows, TIDY_COLUMNS, fmt="csv"), rows
     from hpcbench.report.fmt import clip
 
-    shown = [dict(r, reason=clip(r.get("reason"), 70) or None) for r in rows]
+    # a communication point's "model" is what it measured: its collective
+    shown = [dict(r, reason=clip(r.get("reason"), 70) or None,
+                  model=r["collective"] if r.get("kind") != "train" and r.get("collective") else r["model"])
+             for r in rows]
     return format_table(shown, TABLE_COLUMNS, TABLE_HEADERS), rows
 

@@ -1,4 +1,6 @@
-"""Allreduce bandwidth: message size x point, busbw and algbw as nccl-tests defines them."""
+"""Communication bandwidth: one table per collective, message size x point, busbw and algbw as nccl-tests
+defines them for that collective. Collectives are never averaged or drawn together: a busbw means something
+else for each."""
 
 from __future__ import annotations
 
@@ -8,13 +10,32 @@ from hpcbench.report.aggregate import Agg, mean
 from hpcbench.report.fmt import clip, num, size
 from hpcbench.report.names import names_apart
 from hpcbench.tabular import Table
+from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
 
 Curve = dict[int, tuple[float, float, float]]  # size -> (busbw GB/s, algbw GB/s, time us), averaged over repeats
+TITLES = {"all_reduce": "Allreduce", "all_gather": "All-gather", "reduce_scatter": "Reduce-scatter",
+          "broadcast": "Broadcast", "reduce": "Reduce", "alltoall": "All-to-all", "sendrecv": "Send/receive"}
+FACTORS = {"all_reduce": "2(n−1)/n", "all_gather": "(n−1)/n", "reduce_scatter": "(n−1)/n", "broadcast": "1",
+           "reduce": "1", "alltoall": "(n−1)/n", "sendrecv": "1"}  # nccl-tests doc/PERFORMANCE.md, src/*.cu GetBw
+SIZES = {"all_gather": "the gathered buffer, n × each rank's share", "reduce_scatter": "the whole input, n × each "
+         "rank's share", "alltoall": "the whole buffer, n × the block for each peer"}
 
 
-def curves(aggs: list[Agg]) -> list[tuple[str, Agg, Curve]]:
-    """(name, point, curve) for every measured communication point, named by what it is."""
-    measured = [a for a in aggs if a.ok and any(s.allreduce for s in a.samples)]
+def collective_of(a: Any) -> str:
+    """The collective a communication point measured (all_reduce for records and logs that name none)."""
+    return a.collective or "all_reduce"
+
+
+def present(aggs: list[Agg]) -> list[str]:
+    """The collectives the communication points measured (or tried to), in nccl-tests' order."""
+    found = {collective_of(a) for a in aggs if a.kind != "train" and a.measures}
+    return [c for c in COLLECTIVES if c in found]
+
+
+def curves(aggs: list[Agg], collective: str | None = None) -> list[tuple[str, Agg, Curve]]:
+    """(name, point, curve) for every measured communication point (of ``collective``), named by what it is."""
+    measured = [a for a in aggs if a.ok and any(s.allreduce for s in a.samples)
+                and collective in (None, collective_of(a))]
     names = names_apart(measured)
     out = []
     for a in sorted(measured, key=lambda a: names[id(a)]):
@@ -35,27 +56,39 @@ def _of_peak(curve: Curve, peak: Any) -> str:
     return f"{top / peak.gbps:.0%} of {peak.gbps:g} GB/s"
 
 
-def allreduce(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> Table:
-    data = curves(aggs)
+def collective_table(aggs: list[Agg], collective: str, peaks: dict[int, tuple[Any, str]] | None = None) -> Table:
+    data = curves(aggs, collective)
     peaks = peaks or {}
     sizes = sorted({k for _, _, c in data for k in c})
     rows = [[size(n), *(f"{num(c[n][0])} ({num(c[n][1])})" if n in c else "—" for _, _, c in data)]
             for n in sizes]
     if rows:  # speed of light: where the link is known, how close the largest message came to it
         rows.append(["largest size vs link peak", *(_of_peak(c, peaks.get(id(a), (None, ""))[0]) for _, a, c in data)])
-    t = Table("allreduce", "Allreduce bandwidth: busbw (algbw), GB/s",
-              ["message size", *(name for name, _, _ in data)], rows, empty="no allreduce points")
-    wrong = sorted({a.label for a in aggs for s in a.samples for r in s.allreduce if r.wrong > 0})
+    title = TITLES[collective]
+    t = Table("allreduce" if collective == "all_reduce" else collective, f"{title} bandwidth: busbw (algbw), GB/s",
+              ["message size", *(name for name, _, _ in data)], rows, empty=f"no {collective} points")
+    mine = [a for a in aggs if a.kind != "train" and a.measures and collective_of(a) == collective]
+    wrong = sorted({a.label for a in mine for s in a.samples for r in s.allreduce if r.wrong > 0})
     if rows:
-        t.notes.append("algbw = bytes / time; busbw = algbw × 2(n−1)/n (nccl-tests' definitions); "
-                       "out-of-place figures for nccl-tests logs")
+        t.notes.append(f"algbw = bytes / time; busbw = algbw × {FACTORS[collective]} (nccl-tests' definitions for "
+                       f"{collective}); out-of-place figures for nccl-tests logs"
+                       + (f"; size = {SIZES[collective]}" if collective in SIZES else ""))
     if wrong:
-        t.notes.append(f"wrong results (elements that differ from the expected sum) in: {', '.join(wrong)}")
+        t.notes.append(f"wrong results (elements that differ from the exact result) in: {', '.join(wrong)}")
     for name, a, _ in data:
         peak, why = peaks.get(id(a), (None, ""))
         t.notes.append(f"link peak of {name}: " + (f"{peak.gbps:g} GB/s, {peak.link} ({peak.source})" if peak
                                                      else f"unknown: {why}" if why else "not looked up"))
-    # a failed allreduce point has no column to be in: it is said here, never dropped
-    t.notes += [f"no data: {a.name}: {a.state}" + (f": {clip(a.reason, 120)}" if a.reason else "")
-                for a in aggs if a.kind != "train" and not a.ok and a.measures]
+    # a point without figures has no column to be in: it is said here, never dropped
+    t.notes += [f"unsupported: {a.name}: {a.reason}" if a.state == UNSUPPORTED else f"no data: {a.name}: {a.state}"
+                + (f": {clip(a.reason, 120)}" if a.reason else "") for a in mine if not a.ok]
     return t
+
+
+def allreduce(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> Table:
+    return collective_table(aggs, "all_reduce", peaks)
+
+
+def collective_tables(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> list[Table]:
+    """One table per collective the run measured; the allreduce table alone (empty) when it measured none."""
+    return [collective_table(aggs, c, peaks) for c in present(aggs) or ["all_reduce"]]

@@ -1,19 +1,23 @@
-"""One rank of the allreduce benchmark: ``python -m hpcbench.workloads.allreduce --help``.
+"""One rank of the communication benchmark: ``python -m hpcbench.workloads.allreduce --help``.
 
-The same measurement over torch.distributed (DDP's communication layer: gloo, nccl, mpi, ccl) and
-over Horovod (mpi, gloo, nccl, ccl), with nccl-tests' definitions, printed in all_reduce_perf's layout:
+Every collective of nccl-tests (``collective``: all_reduce, all_gather, reduce_scatter, broadcast, reduce,
+alltoall, sendrecv) over torch.distributed (DDP's communication layer: gloo, nccl, mpi, ccl) and over Horovod
+(mpi, gloo, nccl, ccl; the collectives it has), with nccl-tests' definitions (hpcbench/workloads/collectives.py),
+printed in nccl-tests' layout for that collective:
 
-- sizes min_bytes, min_bytes*step_factor, ... <= max_bytes; count = size / element size;
+- sizes min_bytes, min_bytes*step_factor, ... <= max_bytes, each as nccl-tests counts it for the collective;
 - per size, ``warmup_iters`` untimed operations, then ``iters`` timed back to back between two
   device synchronisations; a rank's time is elapsed / iters; the reported time is the slowest rank's;
-- algbw = size / time; busbw = algbw * 2(n-1)/n (the bytes each rank must send and receive in a ring);
-- out-of-place: Horovod's ``allreduce`` (a new output tensor); torch.distributed has no out-of-place
-  allreduce, so there it is a copy into the output buffer plus the in-place call, as a user would write it;
-- in-place: ``dist.all_reduce`` / ``hvd.allreduce_`` on the buffer itself;
-- timed buffers hold zeros, so repeated sums stay finite; after timing, each rank fills the buffer
-  with ``(rank + i) % 4 + 1`` and one more operation is checked element by element against the
-  exact sum (#wrong, summed over ranks). Small integers keep every partial sum exact even in
-  float16/bfloat16.
+- algbw = size / time; busbw = algbw x nccl-tests' factor for the collective (all_reduce: 2(n-1)/n);
+- in-place and out-of-place as nccl-tests means them; a mode the library has no call for is written as a
+  user would (a copy plus the other call);
+- timed buffers hold zeros, so repeated sums stay finite; after timing, each rank fills its input with small
+  integers and one more operation is checked element by element against the exact result (#wrong, summed
+  over ranks);
+- a collective the library does not have (Horovod's reduce, a type it refuses) is recorded with the
+  library's reason (``unsupported``), and nothing is timed.
+
+The kind keeps its first name, "allreduce": point ids hash the kind, and records and histories key on it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,18 @@ from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.rundir import PointPaths
 from hpcbench.workloads import frameworks, provenance
+from hpcbench.workloads.collectives import (
+    SPECS,
+    UNSUPPORTED_RE,
+    Call,
+    bus_factor,
+    count_wrong,
+    fill,
+    horovod_calls,
+    shape,
+    static_reason,
+    torch_calls,
+)
 from hpcbench.workloads.common import rank_info, rank_main, require, versions
 from hpcbench.workloads.config import AllreduceConfig
 from hpcbench.workloads.distenv import DistEnv
@@ -36,10 +52,11 @@ from hpcbench.workloads.distenv import DistEnv
 NCCL_TYPE = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16",
              "int32": "int32", "int64": "int64"}
 MEASUREMENT = (
-    "per size: warm-up ops untimed, then iters ops back to back between device synchronisations; time = slowest "
-    "rank's elapsed/iters; algbw = bytes/time, busbw = algbw*2(n-1)/n (nccl-tests); in-place = allreduce on the "
-    "buffer, out-of-place = Horovod allreduce or torch copy+allreduce; #wrong = elements differing from the exact "
-    "sum, over all ranks. throughput = in-place busbw (GB/s) at the largest size; mean_step_time_s = its time"
+    "per size (as nccl-tests counts it for the collective): warm-up ops untimed, then iters ops back to back "
+    "between device synchronisations; time = slowest rank's elapsed/iters; algbw = bytes/time, busbw = algbw x "
+    "nccl-tests' factor for the collective; in-place and out-of-place as in nccl-tests (a mode the library lacks: "
+    "a copy plus its other call); #wrong = elements differing from the exact result, over all ranks. "
+    "throughput = in-place busbw (GB/s) at the largest size; mean_step_time_s = its time"
 )
 
 
@@ -51,27 +68,25 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     return out
 
 
-def bus_factor(n: int) -> float:
-    return 2 * (n - 1) / n
-
-
 def algbw(size: int, time_us: float) -> float:
     """GB/s (1e9 bytes, as nccl-tests)."""
     return size / (time_us * 1e-6) / 1e9 if time_us > 0 else 0.0
 
 
 class Comm:
-    """The few operations the benchmark needs, on the same framework objects training uses."""
+    """The operations the benchmark needs, on the same framework objects training uses."""
 
     def __init__(self, cfg: AllreduceConfig, env: DistEnv):
         import torch
 
-        self.framework, self.env, self.torch = cfg.framework, env, torch
+        self.framework, self.backend, self.env, self.torch = cfg.framework, cfg.backend, env, torch
         self.fw = frameworks.make(cfg, env)  # type: ignore[arg-type]  # a RankConfig with the same fields
+        self.version = ""
         if cfg.framework == "horovod":
             import horovod
 
             self.hvd = hvd = self.fw.hvd  # type: ignore[attr-defined]
+            self.version = horovod.__version__
             controller = "mpi" if hvd.mpi_enabled() else "gloo" if hvd.gloo_enabled() else "unknown"
             ops = [f"{k}={v}" for k, v in os.environ.items() if k in ("HOROVOD_CPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS")]
             self.describe = f"horovod {horovod.__version__} controller={controller} {' '.join(ops)}"
@@ -81,18 +96,25 @@ class Comm:
             self.dist = dist
             self.describe = f"torch.distributed backend={dist.get_backend()}"
 
-    def inplace(self, t: Any) -> None:
-        if self.framework == "horovod":
-            self.hvd.allreduce_(t, op=self.hvd.Sum)
-        else:
-            self.dist.all_reduce(t)
+    def calls(self, collective: str, a: Any, b: Any, count: int) -> dict[str, Call]:
+        make = horovod_calls if self.framework == "horovod" else torch_calls
+        lib = self.hvd if self.framework == "horovod" else self.dist
+        return make(lib, collective, a, b, count, self.env.rank, self.env.world_size)
 
-    def out_of_place(self, src: Any, dst: Any) -> Any:
-        if self.framework == "horovod":
-            return self.hvd.allreduce(src, op=self.hvd.Sum)
-        dst.copy_(src)
-        self.dist.all_reduce(dst)
-        return dst
+    def unsupported(self, collective: str, a: Any, b: Any, count: int) -> str | None:
+        """Why the library cannot run ``collective`` on these buffers, from its own answer; None when it can."""
+        why = static_reason(collective, self.framework, self.backend, self.env.world_size,
+                            getattr(self, "hvd", None), self.version)
+        if why:
+            return why
+        try:
+            for call in self.calls(collective, a, b, count).values():
+                call.run()
+        except Exception as e:
+            if not UNSUPPORTED_RE.search(str(e)):
+                raise
+            return f"{self.describe}: {collective} of {a.dtype}: {type(e).__name__}: {str(e).strip().splitlines()[0]}"
+        return None
 
     def reduce(self, value: float, op: str) -> float:
         t = self.torch.tensor([value], dtype=self.torch.float64)
@@ -114,55 +136,67 @@ class Measured:
     wrong: int
 
 
-def _pattern(torch: Any, rank: int, count: int, dtype: Any) -> Any:
-    return (torch.arange(4, dtype=torch.int64).add_(rank).remainder_(4).add_(1)).to(dtype).repeat(count // 4 + 1)[:count]
+@dataclass(frozen=True)
+class Row:
+    size: int  # bytes, as nccl-tests prints them for the collective
+    count: int  # elements per call (one rank's share for all_gather, reduce_scatter, alltoall)
+    oop: Measured
+    ip: Measured
 
 
-def _count_wrong(torch: Any, t: Any, world: int) -> int:
-    expected = sum(_pattern(torch, r, 4, torch.float64) for r in range(world)).to(t.dtype)
-    got = t.reshape(-1)
-    n4 = got.numel() // 4 * 4
-    wrong = int((got[:n4].view(-1, 4) != expected).sum()) if n4 else 0
-    return wrong + int((got[n4:] != expected[: got.numel() - n4]).sum())
+@dataclass
+class Measurement:
+    rows: list[Row]
+    skipped: list[int]  # requested sizes whose share per rank rounds down to 0 elements
+    unsupported: str | None = None
 
 
-def measure(comm: Comm, cfg: AllreduceConfig, device: Any, sync: Any) -> list[tuple[int, int, Measured, Measured]]:
-    """(size, count, out-of-place, in-place) for every size."""
-    torch = comm.torch
+def _timed(comm: Comm, cfg: AllreduceConfig, call: Call, sync: Any) -> float:
+    """This rank's mean time per operation, in seconds."""
+    for _ in range(cfg.warmup_iters):
+        call.run()
+    comm.reduce(0.0, "sum")  # every rank starts the timed loop together
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(cfg.iters):
+        call.run()
+    sync()
+    return (time.perf_counter() - t0) / cfg.iters
+
+
+def measure(comm: Comm, cfg: AllreduceConfig, device: Any, sync: Any) -> Measurement:
+    """Every size of ``cfg.collective``, out of place then in place; or why the library cannot run it."""
+    torch, world, rank = comm.torch, comm.env.world_size, comm.env.rank
     dtype = getattr(torch, cfg.dtype)
     elsize = torch.empty(0, dtype=dtype).element_size()
     top = max(1, cfg.max_bytes // elsize)
-    buf = torch.zeros(top, dtype=dtype, device=device)
-    out = torch.zeros(top, dtype=dtype, device=device) if comm.framework != "horovod" else None
-    world = comm.env.world_size
-    rows = []
-    for size in sizes(cfg.min_bytes, cfg.max_bytes, cfg.step_factor):
-        count = max(1, size // elsize)
-        src, dst = buf[:count], (out[:count] if out is not None else None)
+    a, b = (torch.zeros(top, dtype=dtype, device=device) for _ in range(2))
+    wanted = [(s, *shape(cfg.collective, s, elsize, world)) for s in sizes(cfg.min_bytes, cfg.max_bytes,
+                                                                            cfg.step_factor)]
+    plan = [(count, size) for _, count, size in wanted if count > 0]
+    out = Measurement([], [s for s, count, _ in wanted if count == 0])
+    if not plan:
+        out.unsupported = (f"no size up to max_bytes = {cfg.max_bytes} gives each of the {world} ranks 16 bytes of "
+                           f"{cfg.collective} (nccl-tests' unit): raise max_bytes")
+        return out
+    out.unsupported = comm.unsupported(cfg.collective, a, b, plan[0][0])
+    if out.unsupported:
+        return out
+    for count, size in plan:
         results = []
-        for kind in ("out-of-place", "in-place"):
-            src.zero_()
-
-            def op() -> Any:
-                return comm.inplace(src) if kind == "in-place" else comm.out_of_place(src, dst)  # noqa: B023
-
-            for _ in range(cfg.warmup_iters):
-                op()
-            comm.reduce(0.0, "sum")  # every rank starts the timed loop together
+        for mode, call in comm.calls(cfg.collective, a, b, count).items():
+            used = min(top, world * count)
+            a[:used].zero_()
+            b[:used].zero_()
+            mine = _timed(comm, cfg, call, sync)
+            fill(torch, cfg.collective, rank, call.source)
+            res = call.run()
             sync()
-            t0 = time.perf_counter()
-            for _ in range(cfg.iters):
-                op()
-            sync()
-            mine = (time.perf_counter() - t0) / cfg.iters
-            src.copy_(_pattern(torch, comm.env.rank, count, dtype))
-            res = op()
-            sync()
-            checked = src if kind == "in-place" else res
-            wrong = comm.reduce(float(_count_wrong(torch, checked.cpu(), world)), "sum")
-            results.append(Measured(comm.reduce(mine, "max") * 1e6, int(wrong)))
-        rows.append((count * elsize, count, results[0], results[1]))
-    return rows
+            wrong = comm.reduce(float(count_wrong(torch, cfg.collective, res, rank, world, count)), "sum")
+            results.append((mode, Measured(comm.reduce(mine, "max") * 1e6, int(wrong))))
+        got = dict(results)
+        out.rows.append(Row(size, count, got["out-of-place"], got["in-place"]))
+    return out
 
 
 def _time_str(us: float) -> str:
@@ -170,43 +204,50 @@ def _time_str(us: float) -> str:
     return f"{us:7.0f}" if us >= 10000 else (f"{us:7.1f}" if us >= 100 else f"{us:7.2f}")
 
 
-def format_table(cfg: AllreduceConfig, world: int, ranks: list[dict[str, Any]],
-                 rows: list[tuple[int, int, Measured, Measured]], describe: str) -> str:
-    """The output of nccl-tests' all_reduce_perf, line for line, for our measurement."""
-    typ = NCCL_TYPE[cfg.dtype]
+def format_table(cfg: AllreduceConfig, world: int, ranks: list[dict[str, Any]], m: Measurement,
+                 describe: str) -> str:
+    """The output of nccl-tests' <collective>_perf, line for line, for our measurement."""
+    spec, typ = SPECS[cfg.collective], NCCL_TYPE[cfg.dtype]
     lines = [(f"# nThread 1 nGpus 1 minBytes {cfg.min_bytes} maxBytes {cfg.max_bytes} step: {cfg.step_factor}(factor) "
               f"warmup iters: {cfg.warmup_iters} iters: {cfg.iters} agg iters: 1 validation: 1 graph: 0"),
-             f"# hpcbench allreduce: {describe}, device {cfg.device}, {world} ranks",
+             f"# hpcbench {cfg.collective}: {describe}, device {cfg.device}, {world} ranks",
              "#", "# Using devices"]
     for r in ranks:
         lines.append(f"#  Rank {r['rank']:2d} Group  0 Pid {r['pid']:6d} on {r['host']:>10s} device "
                      f"{r['local_rank']:2d} [0x{r['bus']:02x}] {r['device']}")
+    if m.unsupported:
+        return "\n".join([*lines, f"# unsupported: {m.unsupported}", "#"]) + "\n"
+    if m.skipped:
+        lines.append(f"# not run: {', '.join(map(str, m.skipped))} B: less than 16 bytes per rank of "
+                     f"{cfg.collective} over {world} ranks (nccl-tests times a 0-byte call there)")
     lines += ["#",
               "#                                                              out-of-place                       in-place          ",
               "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
               "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       "]
     bws = []
-    for size, count, oop, ip in rows:
-        line = f"{size:12d}  {count:12d}  {typ:>8s}  {'sum':>6s}  {-1:6d}"
-        for m in (oop, ip):
-            alg = algbw(size, m.time_us)
-            bws.append(alg * bus_factor(world))
-            line += f"  {_time_str(m.time_us)}  {alg:6.2f}  {bws[-1]:6.2f}  {m.wrong:5d}"
+    for row in m.rows:
+        line = f"{row.size:12d}  {row.count:12d}  {typ:>8s}  {spec.redop:>6s}  {spec.root:6d}"
+        for x in (row.oop, row.ip):
+            alg = algbw(row.size, x.time_us)
+            bws.append(alg * bus_factor(world, cfg.collective))
+            line += f"  {_time_str(x.time_us)}  {alg:6.2f}  {bws[-1]:6.2f}  {x.wrong:5d}"
         lines.append(line)
-    wrong = sum(m.wrong for _, _, a, b in rows for m in (a, b))
+    wrong = sum(x.wrong for row in m.rows for x in (row.oop, row.ip))
     lines += [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
-              f"# Avg bus bandwidth    : {sum(bws) / max(len(bws), 1):.6g} ", "#"]
+              f"# Avg bus bandwidth    : {sum(bws) / max(len(bws), 1):.6g} ", "#",
+              f"# Collective test concluded: {cfg.collective}_perf"]
     return "\n".join(lines) + "\n"
 
 
-def to_rows(cfg: AllreduceConfig, world: int, rows: list[tuple[int, int, Measured, Measured]]) -> list[AllreduceRow]:
+def to_rows(cfg: AllreduceConfig, world: int, rows: list[Row]) -> list[AllreduceRow]:
     out = []
-    f = bus_factor(world)
-    for size, count, oop, ip in rows:
-        a, b = algbw(size, ip.time_us), algbw(size, oop.time_us)
-        out.append(AllreduceRow(size_bytes=size, count=count, dtype=cfg.dtype, time_us=ip.time_us, algbw_gbps=a,
-                                busbw_gbps=a * f, wrong=ip.wrong, oop_time_us=oop.time_us, oop_algbw_gbps=b,
-                                oop_busbw_gbps=b * f, oop_wrong=oop.wrong))
+    spec, f = SPECS[cfg.collective], bus_factor(world, cfg.collective)
+    for row in rows:
+        a, b = algbw(row.size, row.ip.time_us), algbw(row.size, row.oop.time_us)
+        out.append(AllreduceRow(size_bytes=row.size, count=row.count, dtype=cfg.dtype, time_us=row.ip.time_us,
+                                algbw_gbps=a, busbw_gbps=a * f, wrong=row.ip.wrong, oop_time_us=row.oop.time_us,
+                                oop_algbw_gbps=b, oop_busbw_gbps=b * f, oop_wrong=row.oop.wrong,
+                                collective=cfg.collective, redop=spec.redop, root=spec.root))
     return out
 
 
@@ -229,7 +270,7 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
     started = utcnow()
     comm = Comm(cfg, env)
     try:
-        rows = measure(comm, cfg, device, sync)
+        m = measure(comm, cfg, device, sync)
         doc = prov.finish()
         me = rank_info(env)
         bus = torch.cuda.get_device_properties(env.local_rank).pci_bus_id if cuda else 0
@@ -241,18 +282,18 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
     if env.rank != 0:
         return None
     gathered.sort(key=lambda g: g[0].rank)
-    print(format_table(cfg, env.world_size, [g[1] for g in gathered], rows, comm.describe), end="", flush=True)
-    ar = to_rows(cfg, env.world_size, rows)
+    print(format_table(cfg, env.world_size, [g[1] for g in gathered], m, comm.describe), end="", flush=True)
+    ar = to_rows(cfg, env.world_size, m.rows)
     ok, detail = provenance.affinity_summary([g[2] for g in gathered])
-    top = ar[-1]
+    top = ar[-1] if ar else AllreduceRow(0, 0, cfg.dtype, 0.0, 0.0, 0.0, 0)  # unsupported: nothing was timed
     rec = ResultRecord(
         point_id=cfg.point_id, label=cfg.label, framework=cfg.framework, backend=cfg.backend, model="allreduce",
         device=cfg.device, batch_size=0, nodes=env.nnodes, ranks_per_node=env.world_size // max(env.nnodes, 1),
         world_size=env.world_size, warmup_steps=cfg.warmup_iters, steps=cfg.iters, step_times_s=[],
         mean_step_time_s=top.time_us * 1e-6, throughput=top.busbw_gbps,
         throughput_per_rank=top.busbw_gbps / env.world_size, ranks=[g[0] for g in gathered], started_at=started,
-        finished_at=utcnow(), job_id=env.job_id, measurement=f"{comm.describe}; {MEASUREMENT}", versions=versions(), kind="allreduce",
-        allreduce=ar, affinity_ok=ok, affinity_detail=detail,
+        finished_at=utcnow(), job_id=env.job_id, measurement=f"{comm.describe}; {MEASUREMENT}", versions=versions(),
+        kind="allreduce", allreduce=ar, unsupported=m.unsupported, affinity_ok=ok, affinity_detail=detail,
         provenance=[PointPaths(Path(cfg.out)).provenance(g[0].rank).name for g in gathered], params=cfg.params(),
     )
     atomic_write_json(paths.result, rec.to_dict())
@@ -261,8 +302,11 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
 
 def main(argv: list[str] | None = None) -> int:
     def summary(rec: ResultRecord) -> str:
+        if rec.unsupported:
+            return f"unsupported: {rec.unsupported}"
         wrong = sum(r.wrong + (r.oop_wrong or 0) for r in rec.allreduce)
-        return (f"busbw {rec.throughput:.3f} GB/s at {rec.allreduce[-1].size_bytes} B, {wrong} wrong, "
+        return (f"{rec.allreduce[-1].collective} busbw {rec.throughput:.3f} GB/s at {rec.allreduce[-1].size_bytes} B, "
+                f"{wrong} wrong, "
                 f"over {rec.world_size} ranks")
 
     return rank_main(AllreduceConfig.from_argv(argv), run, summary)
