@@ -21,7 +21,8 @@ def test_defaults_fill_every_section():
     assert spec.sweep.name == "x"
     assert spec.workload.backend == "gloo" and spec.slurm.launcher == "srun"
     assert dict(spec.matrix.axes) == {"framework": ("ddp",), "backend": ("gloo",), "model": ("mlp",),
-                                      "batch_size": (32,), "nodes": (1,), "ranks_per_node": (1, 2)}
+                                      "batch_size": (32,), "nodes": (1,), "ranks_per_node": (1, 2),
+                                      "collective": ("all_reduce",)}
 
 
 def test_unknown_key_lists_valid_keys_and_suggests():

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcbench.cli.common import Args, echo, profile_arg
-from hpcbench.vocab import RESUBMIT_DEFAULT, SUBMITTERS
+from hpcbench.vocab import RESUBMIT_DEFAULT, SUBMITTERS, UNSUPPORTED
 
 if TYPE_CHECKING:
     from hpcbench.plan.spec import SweepSpec
@@ -65,7 +65,8 @@ def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backen
     print(text, end="" if text.endswith("\n") else "\n")
     echo(f"summary: {rd.summary_csv}")
     echo(f"next: hpcbench summarize {rd.root}   (the report: tables, plots, report.md)")
-    return 1 if (report.failed or any(not r["ok"] for r in rows)) else 0
+    # a collective the ranks' library does not have is recorded (UNSUPPORTED), not a failure of the sweep
+    return 1 if (report.failed or any(not r["ok"] and r["state"] != UNSUPPORTED for r in rows)) else 0
 
 
 def cmd_plan(args: Args) -> int:

@@ -52,8 +52,9 @@ def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[An
         if tests.get("collective") not in (None, "all_reduce"):
             from hpcbench.errors import ConfigError
 
-            raise ConfigError(f"{allreduce_file}: a {tests['collective']} log; the scaling model needs an all_reduce "
-                              "curve", hint="give an all_reduce_perf log, or the job log of an hpcbench all_reduce point")
+            raise ConfigError(f"{allreduce_file}: a {tests['collective']}_perf log, but the scaling model needs an "
+                              "all_reduce curve", hint="give an all_reduce_perf log, or the job log of an hpcbench "
+                              "all_reduce point")
         curve = {int(r["size"]): float(r["oop_time_us"]) for r in tests.get("rows") or [] if r.get("oop_time_us")}
         f = model.fit(curve, Path(allreduce_file).name)
         if f:

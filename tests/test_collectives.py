@@ -1,0 +1,316 @@
+"""Every collective of nccl-tests in the communication benchmark (kind = "allreduce", the collective axis).
+
+nccl-tests' busbw factors against its formulas, and its sizes and factors against real nccl-tests logs of
+other collectives (tests/data/collectives, sources in SOURCES.tsv); the exact result each rank must hold,
+against each collective computed by its definition, with misrouted data caught; our output read back by
+hpcbench's parser; real runs (torch.distributed over Gloo at 3 ranks, Horovod over Gloo and over MPI under
+mpirun at 2, all on this machine) with every result checked; a collective a library does not have, recorded
+with the library's reason; and the report's table and busbw plot per collective.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+from conftest import DATA, write
+from report_helpers import make_run, point, record
+
+from hpcbench.parse import parse_file
+from hpcbench.plan.expand import point_id
+from hpcbench.records import AllreduceRow, ResultRecord
+from hpcbench.report.summarize import build
+from hpcbench.rundir import RunDir
+from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
+from hpcbench.workloads import allreduce as ar
+from hpcbench.workloads import collectives as col
+from hpcbench.workloads.config import AllreduceConfig
+
+pytestmark = pytest.mark.torch
+
+LOGS = DATA / "collectives"
+# nccl-tests doc/PERFORMANCE.md "Summary" (sendrecv: src/sendrecv.cu SendRecvGetBw): busbw = algbw x factor(n)
+FORMULAS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+            "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1, "reduce": lambda n: 1,
+            "alltoall": lambda n: (n - 1) / n, "sendrecv": lambda n: 1}
+# Real nccl-tests logs of other collectives: (collective, ranks, bytes per element), from SOURCES.tsv and the
+# logs' own lines (the rccl broadcast ran on one APU; its factor is 1 whatever the ranks).
+REAL = {"nccltests_allgather-bf16-g2_50.log": ("all_gather", 2, 2),
+        "nccltests_reducescatter-2x4_51.log": ("reduce_scatter", 8, 4),
+        "nccltests_rccl-broadcast-trailer_60.log": ("broadcast", 1, 4),
+        "nccltests_alltoall-blankredop_64.log": ("alltoall", 64, 4),
+        "nccltests_sendrecv-inplace-na_56.log": ("sendrecv", 2, 4)}
+
+
+def test_bus_factors_are_nccl_tests_formulas():
+    assert tuple(col.SPECS) == COLLECTIVES
+    for c in COLLECTIVES:
+        for n in range(1, 10):
+            assert col.bus_factor(n, c) == pytest.approx(FORMULAS[c](n)), (c, n)
+
+
+def test_sizes_and_bus_bandwidth_agree_with_real_nccl_tests_logs():
+    for name, (c, n, elsize) in REAL.items():
+        rows = parse_file(LOGS / name)["nccl_tests"]["rows"]
+        assert rows, name
+        for r in rows:
+            # nccl-tests' size convention: all_gather/reduce_scatter/alltoall print the whole buffer, n x the count
+            assert col.shape(c, r["size"], elsize, n) == (r["count"], r["size"]), (name, r)
+            for mode in ("oop", "ip"):  # printed with two decimals
+                assert abs(r[f"{mode}_busbw"] - r[f"{mode}_algbw"] * col.bus_factor(n, c)) <= 0.011, (name, r)
+    # the shares round down to 16 bytes, as nccl-tests' (count/nranks) & ~(16/eltSize - 1)
+    assert col.shape("all_gather", 64, 4, 3) == (4, 48)
+    assert col.shape("alltoall", 8, 4, 2) == (0, 0) and col.shape("reduce_scatter", 1024, 8, 4) == (32, 1024)
+    assert col.shape("broadcast", 8, 4, 3) == (2, 8) and col.shape("sendrecv", 6, 4, 2) == (1, 4)
+
+
+def _by_definition(c: str, n: int, count: int) -> list:
+    """What every rank holds after the collective, computed from every rank's input by its definition."""
+    import torch
+
+    length = n * count if c in ("reduce_scatter", "alltoall") else count
+    x = [col.input_values(c, r, torch.arange(length)) for r in range(n)]
+    block = (lambda t, r: t[r * count:(r + 1) * count])
+    return {"all_reduce": [sum(x)] * n, "reduce": [sum(x)] + [None] * (n - 1),
+            "reduce_scatter": [block(sum(x), r) for r in range(n)], "all_gather": [torch.cat(x)] * n,
+            "broadcast": [x[0]] * n, "alltoall": [torch.cat([block(x[j], r) for j in range(n)]) for r in range(n)],
+            "sendrecv": [x[(r - 1) % n] for r in range(n)]}[c]
+
+
+@pytest.mark.parametrize("c", COLLECTIVES)
+def test_each_rank_result_is_checked_element_by_element(c):
+    import torch
+
+    n, count = 3, 8
+    results = _by_definition(c, n, count)
+    for r, got in enumerate(results):
+        if got is None:  # reduce: only the root's result is defined (nccl-tests checks the root alone)
+            assert col.expected_values(c, r, n, count, torch.arange(count)) is None
+            continue
+        for dtype in (torch.float32, torch.bfloat16, torch.int64):
+            assert col.count_wrong(torch, c, got.to(dtype), r, n, count) == 0, (c, r, dtype)
+        bad = got.clone()
+        bad[-1] += 1
+        assert col.count_wrong(torch, c, bad, r, n, count) == 1
+    # misrouted data is caught whole: every element of a block from the wrong rank differs
+    wrong_peer = {"all_gather": lambda g: torch.cat([g[count:2 * count], g[:count], g[2 * count:]]),
+                  "alltoall": lambda g: torch.cat([g[count:2 * count], g[:count], g[2 * count:]])}
+    if c in wrong_peer:
+        assert col.count_wrong(torch, c, wrong_peer[c](results[0]), 0, n, count) == 2 * count
+    if c in ("sendrecv", "broadcast"):  # rank 1's data: the next rank's, not the previous one's; not the root's
+        assert col.count_wrong(torch, c, col.input_values(c, 1, torch.arange(count)), 0, n, count) == count
+
+
+def test_our_table_parses_back_to_the_numbers_we_record_for_every_collective():
+    for c in COLLECTIVES:
+        cfg = AllreduceConfig(out=".", point_id="x", label="l", framework="ddp", backend="gloo", device="cpu",
+                              nodes=1, ranks_per_node=4, collective=c, min_bytes=64, max_bytes=1 << 20)
+        rows = [ar.Row(s, col.shape(c, s, 4, 4)[0], ar.Measured(3.0 + s / 1e4, 0), ar.Measured(2.5 + s / 3e4, 0))
+                for s in (64, 4096, 1 << 20)]
+        ranks = [{"rank": r, "local_rank": r, "pid": 10 + r, "bus": 0, "host": "node1", "device": "cpu"}
+                 for r in range(4)]
+        text = ar.format_table(cfg, 4, ranks, ar.Measurement(rows, []), "torch.distributed backend=gloo")
+        parsed = _parse_text(text)
+        assert parsed["collective"] == c
+        _same_numbers(parsed["rows"], ar.to_rows(cfg, 4, rows))
+
+
+def _parse_text(text: str) -> dict:
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "job.out"
+        f.write_text(text)
+        return parse_file(f)["nccl_tests"]
+
+
+def _same_numbers(parsed: list[dict], recorded: list[AllreduceRow]) -> None:
+    """What the parser reads is what the record says, to the printed precision."""
+    assert [(p["size"], p["count"], p["redop"], p["root"]) for p in parsed] == \
+        [(r.size_bytes, r.count, r.redop, r.root) for r in recorded]
+    for p, r in zip(parsed, recorded):
+        for mode, (t, alg, bus, wrong) in (("ip", (r.time_us, r.algbw_gbps, r.busbw_gbps, r.wrong)),
+                                           ("oop", (r.oop_time_us, r.oop_algbw_gbps, r.oop_busbw_gbps, r.oop_wrong))):
+            assert abs(p[f"{mode}_time_us"] - t) <= 0.5 and p[f"{mode}_wrong"] == wrong, (p, r)
+            assert abs(p[f"{mode}_algbw"] - alg) <= 0.005 + 1e-9 and abs(p[f"{mode}_busbw"] - bus) <= 0.005 + 1e-9
+
+
+def test_what_a_library_lacks_is_known_before_any_traffic():
+    import horovod
+    import horovod.torch as hvd
+
+    why = col.static_reason("reduce", "horovod", "gloo", 2, hvd, horovod.__version__)
+    assert why.startswith(f"Horovod {horovod.__version__} has no reduce (its collectives: allreduce, allgather")
+    assert "has no sendrecv" in col.static_reason("sendrecv", "horovod", "mpi", 2, hvd, horovod.__version__)
+    assert col.static_reason("reduce_scatter", "horovod", "gloo", 2, hvd, horovod.__version__) is None
+    assert "Gloo cannot" in col.static_reason("sendrecv", "ddp", "gloo", 1)
+    assert col.static_reason("sendrecv", "ddp", "gloo", 2) is None and col.static_reason("alltoall", "ddp", "nccl", 1) \
+        is None
+
+
+SWEEP = """
+[sweep]
+name = "collectives"
+[workload]
+kind = "allreduce"
+min_bytes = 8
+max_bytes = "4K"
+step_factor = 8
+warmup_iters = 1
+iters = 2
+[matrix]
+framework = ["ddp", "horovod"]
+backend = ["gloo", "mpi"]
+ranks_per_node = [2, 3]
+collective = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"]
+[[exclude]]
+framework = "ddp"
+backend = "mpi"
+[[exclude]]
+framework = "ddp"
+ranks_per_node = 2
+[[exclude]]
+framework = "horovod"
+ranks_per_node = 3
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """Every collective over torch.distributed gloo (3 ranks), Horovod gloo and Horovod mpi (mpirun, 2 ranks)."""
+    from conftest import run_cli
+
+    tmp = tmp_path_factory.mktemp("collectives")
+    proc = run_cli("sweep", str(write(tmp / "c.toml", SWEEP)), "--backend", "local", "--run-dir", str(tmp / "run"),
+                   timeout=1500)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return RunDir.open(tmp / "run")
+
+
+def test_every_collective_runs_and_each_rank_holds_the_exact_result(run):
+    seen = set()
+    for p in run.points():
+        paths = run.point(p)
+        rec = ResultRecord.from_dict(json.loads(paths.result.read_text()))
+        c, n = p.collective, p.world_size
+        seen.add((p.framework, p.backend, c))
+        assert rec.schema == "hpcbench.result/3" and rec.params["collective"] == c and rec.world_size == n
+        log = "".join(f.read_text() for f in paths.logs() if f.suffix == ".out")
+        if p.framework == "horovod" and c in ("reduce", "sendrecv"):
+            continue  # the next test
+        assert rec.unsupported is None and rec.allreduce, (p.label, rec.unsupported)
+        wanted = [col.shape(c, s, 4, n) for s in ar.sizes(8, 4096, 8)]
+        assert [(r.count, r.size_bytes) for r in rec.allreduce] == [w for w in wanted if w[0] > 0]
+        spec = col.SPECS[c]
+        for r in rec.allreduce:
+            assert (r.collective, r.redop, r.root) == (c, spec.redop, spec.root)
+            assert r.wrong == 0 and r.oop_wrong == 0, (p.label, r)  # every element of every rank's result
+            assert r.algbw_gbps == pytest.approx(r.size_bytes / r.time_us / 1e3)
+            assert r.busbw_gbps == pytest.approx(r.algbw_gbps * FORMULAS[c](n))
+            assert r.oop_busbw_gbps == pytest.approx(r.oop_algbw_gbps * FORMULAS[c](n))
+        # the job's log is nccl-tests' table for this collective, and reads back as what was recorded
+        parsed = parse_file(next(f for f in paths.logs() if f.suffix == ".out"))["nccl_tests"]
+        assert parsed["collective"] == c and f"# Collective test concluded: {c}_perf" in log
+        _same_numbers(parsed["rows"], rec.allreduce)
+        if n == 2 and spec.shared:  # 8 B is 4 B per rank: below nccl-tests' 16-byte share, said, not run
+            assert f"# not run: 8 B: less than 16 bytes per rank of {c} over 2 ranks" in log
+    assert seen == {(fw, b, c) for fw, b in (("ddp", "gloo"), ("horovod", "gloo"), ("horovod", "mpi"))
+                    for c in COLLECTIVES}
+
+
+def test_a_collective_the_library_lacks_is_recorded_with_its_reason(run):
+    from hpcbench.report.inputs import run_samples
+
+    lacking = [s for s in run_samples(run) if s.state == UNSUPPORTED]
+    assert sorted((s.backend, s.collective) for s in lacking) == [("gloo", "reduce"), ("gloo", "sendrecv"),
+                                                                  ("mpi", "reduce"), ("mpi", "sendrecv")]
+    for s in lacking:
+        assert s.framework == "horovod" and not s.ok and s.final
+        assert f"has no {s.collective} (its collectives: allreduce, allgather" in s.reason
+        assert s.record.allreduce == [] and s.record.unsupported == s.reason
+    # the report says it, and calls it neither a failure nor an error
+    rep = build([run.root])
+    assert len(rep.findings["collectives a library does not have (recorded by the ranks; not failures)"]) == 4
+    assert not rep.findings["points without a result (failed, missing or not finished)"]
+    why = {w.label: w for w in rep.why}
+    assert [f.rule for f in why["horovod-mpi-reduce-n1x2"].findings] == ["unsupported"]
+    assert not any(f.fails for w in rep.why for f in w.findings)
+
+
+def test_a_type_the_library_refuses_is_recorded_from_its_own_answer(cli, tmp_path):
+    # Horovod 0.28 has no bfloat16 on the CPU: its ValueError is the reason, for every rank alike, not a crash.
+    sweep = write(tmp_path / "bf16.toml", '[workload]\nkind = "allreduce"\nframework = "horovod"\ncollective = '
+                  '"all_gather"\ndtype = "bfloat16"\nmin_bytes = 64\nmax_bytes = 64\n[matrix]\nranks_per_node = [2]\n')
+    proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rd = RunDir.open(tmp_path / "run")
+    rec = ResultRecord.from_dict(json.loads(rd.point(rd.points()[0]).result.read_text()))
+    assert "all_gather of torch.bfloat16: ValueError: Tensor type torch.BFloat16Tensor is not supported" in \
+        rec.unsupported and rec.allreduce == []
+    assert "UNSUPPORTED" in proc.stdout and "all_gather" in proc.stdout  # the end-of-sweep table
+
+
+def test_the_report_has_one_table_and_one_busbw_plot_per_collective(run, tmp_path):
+    from hpcbench.report import plots
+    from hpcbench.report.summarize import write as write_report
+
+    rep = build([run.root])
+    tables = {t.key: t for t in rep.tables if t.title.endswith("busbw (algbw), GB/s")}
+    assert list(tables) == ["allreduce", *COLLECTIVES[1:]]
+    supported = {c: (3 if c not in ("reduce", "sendrecv") else 1) for c in COLLECTIVES}
+    for c in COLLECTIVES:
+        t = tables["allreduce" if c == "all_reduce" else c]
+        assert len(t.headers) == 1 + supported[c], (c, t.headers)  # one column per point of this collective alone
+        assert t.rows[-1][0] == "largest size vs link peak"
+        assert any(f"busbw = algbw × {tables_factor(c)}" in n for n in t.notes)
+        assert sum(n.startswith("unsupported: horovod-") for n in t.notes) == (2 if supported[c] == 1 else 0)
+    # Collectives are never averaged together: the same backend and placement are separate points per collective.
+    ddp = [a for a in rep.aggs if a.framework == "ddp"]
+    assert sorted(a.collective for a in ddp) == sorted(COLLECTIVES)
+    # Each plot draws its own collective's points, with the busbw each record holds.
+    for c in COLLECTIVES:
+        ax = plots.collective_bw(rep.aggs, rep.peaks(), c).axes[0]
+        mine = [a for a in rep.aggs if a.collective == c and a.ok]
+        assert len(ax.get_lines()) == len(mine) == supported[c]
+        drawn = sorted(tuple(line.get_ydata()) for line in ax.get_lines())
+        want = sorted(tuple(r.busbw_gbps for r in a.first.allreduce if r.busbw_gbps > 0) for a in mine)
+        assert all(math.isclose(x, y) for d, w in zip(drawn, want) for x, y in zip(d, w)) and len(drawn) == len(want)
+    files = write_report(rep, tmp_path / "report")
+    names = {f.name for f in files}
+    assert {plots.bw_file(c) for c in COLLECTIVES} <= names and "allreduce_latency.png" in names
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## All-gather bandwidth: busbw (algbw), GB/s" in md and "![All-to-all bus bandwidth](alltoall_busbw.png)" \
+        in md
+
+
+def tables_factor(c: str) -> str:
+    from hpcbench.report.tables_allreduce import FACTORS
+
+    return FACTORS[c]
+
+
+def test_a_real_log_of_another_collective_gets_its_own_table(tmp_path):
+    rep = build([str(LOGS / "nccltests_allgather-bf16-g2_50.log"), str(LOGS / "nccltests_rccl-broadcast-trailer_60.log")])
+    keys = [t.key for t in rep.tables if t.title.endswith("busbw (algbw), GB/s")]
+    assert keys == ["all_gather", "broadcast"]  # and no allreduce table: neither log is one
+    gather = next(t for t in rep.tables if t.key == "all_gather")
+    assert gather.headers[1].startswith("nccl-tests all_gather") and gather.rows[0][:2] == ["16 MiB", "77.10 (154.20)"]
+
+
+def test_the_scaling_model_never_takes_another_collective_for_allreduce(cli, tmp_path):
+    gather = LOGS / "nccltests_allgather-bf16-g2_50.log"
+    proc = cli("explain", str(LOGS / "nccltests_rccl-broadcast-trailer_60.log"), "--allreduce", str(gather))
+    assert proc.returncode == 2 and proc.stderr.count("\n") <= 2
+    assert f"error: {gather}: a all_gather_perf log, but the scaling model needs an all_reduce curve" in proc.stderr
+    # a run's all_gather point is no allreduce curve for a training point of the same placement
+    ar_point, tr = point(kind="allreduce", nodes=1, rpn=2), point(rpn=2)
+    ag = replace(ar_point, collective="all_gather", id=point_id({**ar_point.params(), "collective": "all_gather"}))
+    rows = [AllreduceRow(size_bytes=1 << k, count=1 << (k - 3), dtype="float", time_us=10.0 + k, algbw_gbps=1.0,
+                         busbw_gbps=0.5, wrong=0, collective="all_gather", redop="none") for k in (10, 20)]
+    rd = make_run(tmp_path / "run", [(ag, record(ag, 1.0, kind="allreduce", allreduce=rows,
+                                                   params={"collective": "all_gather"})),
+                                     (tr, record(tr, 100.0, compute_time_s=0.1, comm_time_s=0.2))])
+    why = {w.label: {f.rule: f for f in w.findings} for w in build([rd.root]).why}
+    assert "an allreduce curve of the same framework" in why[tr.label]["model"].claim
