@@ -8,25 +8,28 @@ from typing import Any
 from hpcbench.explain import PointWhy
 from hpcbench.tabular import format_table
 
-COLUMNS = ("point", "severity", "finding", "claim", "effect", "evidence", "fix")
+COLUMNS = ("point", "severity", "rule", "claim", "effect", "evidence", "fix")
+HEADERS = ("point", "severity", "finding", "claim", "effect", "evidence", "fix")
 
 
-def _rows(whys: list[PointWhy], everything: bool) -> list[dict[str, Any]]:
-    rows = []
+def rows(whys: list[PointWhy], everything: bool = True) -> list[dict[str, Any]]:
+    """One dict per point x finding (every finding, or each point's top ones), and a communication point's link
+    peak: the rows of the table here and of hpcbench.explain(...).to_frame()."""
+    out = []
     for w in whys:
         for f in (w.findings if everything else w.top()):
-            rows.append({"point": w.label, "severity": f.severity, "finding": f.rule, "claim": f.claim,
-                         "effect": f.effect, "evidence": f.evidence, "fix": f.fix})
+            out.append({"point": w.label, "severity": f.severity, "rule": f.rule, "claim": f.claim,
+                        "effect": f.effect, "evidence": f.evidence, "fix": f.fix})
         if w.peak is not None or w.peak_why:
-            rows.append({"point": w.label, "severity": "info", "finding": "link-peak",
-                         "claim": f"peak {w.peak.gbps:g} GB/s ({w.peak.link})" if w.peak else
-                         f"peak unknown: {w.peak_why}", "effect": None, "evidence": w.peak.source if w.peak else None,
-                         "fix": None})
-    return rows
+            out.append({"point": w.label, "severity": "info", "rule": "link-peak",
+                        "claim": f"peak {w.peak.gbps:g} GB/s ({w.peak.link})" if w.peak else
+                        f"peak unknown: {w.peak_why}", "effect": None, "evidence": w.peak.source if w.peak else None,
+                        "fix": None})
+    return out
 
 
 def as_table(whys: list[PointWhy], fmt: str = "table") -> str:
-    return format_table(_rows(whys, True), COLUMNS, fmt=fmt)
+    return format_table(rows(whys), COLUMNS, HEADERS, fmt=fmt)
 
 
 def as_json(whys: list[PointWhy]) -> str:
