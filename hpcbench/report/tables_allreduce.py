@@ -32,6 +32,11 @@ def present(aggs: list[Agg]) -> list[str]:
     return [c for c in COLLECTIVES if c in found]
 
 
+def without_figures(aggs: list[Agg], collective: str) -> list[Agg]:
+    """The points of ``collective`` that have no figures (failed, unsupported): said in its table and plot."""
+    return [a for a in aggs if a.kind != "train" and a.measures and collective_of(a) == collective and not a.ok]
+
+
 def curves(aggs: list[Agg], collective: str | None = None) -> list[tuple[str, Agg, Curve]]:
     """(name, point, curve) for every measured communication point (of ``collective``), named by what it is."""
     measured = [a for a in aggs if a.ok and any(s.allreduce for s in a.samples)
@@ -67,8 +72,7 @@ def collective_table(aggs: list[Agg], collective: str, peaks: dict[int, tuple[An
     title = TITLES[collective]
     t = Table("allreduce" if collective == "all_reduce" else collective, f"{title} bandwidth: busbw (algbw), GB/s",
               ["message size", *(name for name, _, _ in data)], rows, empty=f"no {collective} points")
-    mine = [a for a in aggs if a.kind != "train" and a.measures and collective_of(a) == collective]
-    wrong = sorted({a.label for a in mine for s in a.samples for r in s.allreduce if r.wrong > 0})
+    wrong = sorted({a.label for _, a, _ in data for s in a.samples for r in s.allreduce if r.wrong > 0})
     if rows:
         t.notes.append(f"algbw = bytes / time; busbw = algbw × {FACTORS[collective]} (nccl-tests' definitions for "
                        f"{collective}); out-of-place figures for nccl-tests logs"
@@ -81,7 +85,7 @@ def collective_table(aggs: list[Agg], collective: str, peaks: dict[int, tuple[An
                                                      else f"unknown: {why}" if why else "not looked up"))
     # a point without figures has no column to be in: it is said here, never dropped
     t.notes += [f"unsupported: {a.name}: {a.reason}" if a.state == UNSUPPORTED else f"no data: {a.name}: {a.state}"
-                + (f": {clip(a.reason, 120)}" if a.reason else "") for a in mine if not a.ok]
+                + (f": {clip(a.reason, 120)}" if a.reason else "") for a in without_figures(aggs, collective)]
     return t
 
 

@@ -71,7 +71,8 @@ class Trend:
     def name(self) -> str:
         p = self.params
         return (f"{p.get('framework')}-{p.get('backend')} {p.get('model')} b{p.get('batch_size')} "
-                f"{p.get('nodes')}x{p.get('ranks_per_node')}" + ("" if p.get("kind") == "train" else f" ({p.get('kind')})"))
+                f"{p.get('nodes')}x{p.get('ranks_per_node')}"
+                + ("" if p.get("kind") == "train" else f" ({p.get('collective') or p.get('kind')})"))
 
 
 def _where(cluster: str | None, model: str | None, since: str | None) -> tuple[str, list[Any]]:
