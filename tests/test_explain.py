@@ -227,3 +227,27 @@ def test_explain_cli_formats_and_exit_code(cli, tmp_path):
     assert md.returncode == 0 and md.stdout.startswith("- **nccl_shm-socket-mixedchanfmt_32.log**")
     bad = cli("explain", logs[0], "--allreduce", str(tmp_path / "nope.log"))
     assert bad.returncode == 2 and "no such allreduce log" in bad.stderr
+
+
+def test_pcie_peak_from_sysfs(tmp_path):
+    # a sysfs tree in the kernel's format: a GPU that trained to x8 of an x16 Gen4 slot
+    from hpcbench.workloads.provenance import pcie_link
+
+    dev = tmp_path / "bus/pci/devices/0000:3b:00.0"
+    dev.mkdir(parents=True)
+    for name, text in (("current_link_speed", "16.0 GT/s PCIe"), ("current_link_width", "8"),
+                       ("max_link_speed", "16.0 GT/s PCIe"), ("max_link_width", "16")):
+        (dev / name).write_text(text + "\n")
+    link = pcie_link("00000000:3B:00.0", tmp_path)
+    assert link == {"speed": "16.0 GT/s PCIe", "width": 8, "max_speed": "16.0 GT/s PCIe", "max_width": 16}
+    peak = links.pcie(link)
+    assert peak.gbps == pytest.approx(31.51 / 2) and peak.link == "PCIe 4.0 x8 (trained down from x16)"
+    assert pcie_link("00000000:AF:00.0", tmp_path) is None  # no such device: nothing, not a guess
+    prov = [{"gpus": [{"name": "NVIDIA GeForce RTX 4090", "pcie": link}]}]
+    got, why = links.within_host({"NVIDIA GeForce RTX 4090"}, False, {"P2P/CUMEM"}, prov)
+    assert got.gbps == pytest.approx(15.755) and "RTX 4090, PCIe from sysfs" in got.link and not why
+    none, why = links.within_host({"NVIDIA GeForce RTX 4090"}, False, {"P2P/CUMEM"}, [])
+    assert none is None and "no provenance gives its PCIe link" in why
+    # NVLink wins over PCIe where the GPU has it
+    h100 = [{"gpus": [{"name": "NVIDIA H100 80GB HBM3", "pcie": {"speed": "32.0 GT/s PCIe", "width": 16}}]}]
+    assert links.within_host({"NVIDIA H100 80GB HBM3"}, False, {"P2P/CUMEM"}, h100)[0].gbps == 450.0

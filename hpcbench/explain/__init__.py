@@ -46,8 +46,10 @@ def explain(points: list[Any], allreduce_file: str | Path | None = None) -> list
             out.append(PointWhy(p, ranked([f for rule in rules_net.RULES for f in rule(ctx)])))
             continue
         if not p.ok:
+            fix = ("see the job's logs in the point folder (hpcbench status RUN names them)" if p.point_id
+                   else f"read the end of {p.source}: the job may have stopped before its first measurement")
             out.append(PointWhy(p, [Finding(ERROR, "no-result", f"{p.state}: {p.reason or 'no reason recorded'}",
-                                            "see the job's logs in the point folder", subject=p.label)]))
+                                            fix, subject=p.label)]))
             continue
         found = [f for rule in RULES for f in rule(ctx)]
         found += bounds.model_findings(ctx, fitted, found)

@@ -25,7 +25,7 @@ def peak(ctx: Context) -> tuple[links.Peak | None, str]:
     if inter:
         return links.between_hosts(ctx.network(), ctx.provenance, p.ranks_per_node or 1)
     nvls = any(n.get("nvls_used") for n in ctx.nccl)
-    return links.within_host(ctx.gpu_models(), nvls, ctx.transports())
+    return links.within_host(ctx.gpu_models(), nvls, ctx.transports(), ctx.provenance)
 
 
 def _curve(point: Any) -> dict[int, float]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 from hpcbench.explain import PointWhy
-from hpcbench.tabular import format_table
+from hpcbench.report.fmt import clip
 
 COLUMNS = ("point", "severity", "finding", "claim", "effect", "evidence", "fix")
 
@@ -25,8 +26,27 @@ def _rows(whys: list[PointWhy], everything: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def as_table(whys: list[PointWhy], fmt: str = "table") -> str:
-    return format_table(_rows(whys, True), COLUMNS, fmt=fmt)
+def as_table(whys: list[PointWhy], width: int = 100) -> str:
+    """For the terminal: each point, then its findings, most costly first, the claim wrapped and the
+    evidence and fix indented under it (a table of seven columns would be 400 characters wide)."""
+    out = []
+    for w in whys:
+        out.append(f"{w.label}  [{w.point.state}]")
+        for r in _rows([w], True):
+            head = f"  {r['severity']:<8} {r['finding']}: "
+            text = r["claim"] + (f" (effect: {r['effect']})" if r["effect"] else "")
+            out.append(textwrap.fill(text, width, initial_indent=head, subsequent_indent=" " * 11))
+            for key in ("evidence", "fix"):
+                if r[key]:
+                    out.append(textwrap.fill(clip(str(r[key]), 240), width, initial_indent=f"{'':11}{key}: ",
+                                             subsequent_indent=" " * 13))
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+def as_rows(whys: list[PointWhy]) -> list[dict[str, Any]]:
+    """Every finding of every point as a flat row (COLUMNS), for a DataFrame or a CSV."""
+    return _rows(whys, True)
 
 
 def as_json(whys: list[PointWhy]) -> str:

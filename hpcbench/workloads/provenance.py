@@ -174,6 +174,24 @@ def affinity_summary(docs: list[dict[str, Any]]) -> tuple[bool | None, str]:
 
 # --- probes: each returns its value or raises; collect() turns a raise into null + reason ------------
 
+def sysfs_bus_id(bus_id: str) -> str:
+    """NVML's ``00000000:3B:00.0`` -> sysfs's ``0000:3b:00.0`` (4-digit domain, lower case)."""
+    domain, _, rest = bus_id.strip().partition(":")
+    return f"{int(domain, 16):04x}:{rest.lower()}"
+
+
+def pcie_link(bus_id: str, sys_root: Path = Path("/sys")) -> dict[str, Any] | None:
+    """The PCIe link a device trained to, and the most it could: {"speed": "16.0 GT/s PCIe", "width": 16,
+    "max_speed": ..., "max_width": ...}, from sysfs; None where sysfs has no such device."""
+    d = sys_root / "bus/pci/devices" / sysfs_bus_id(bus_id)
+    speed, width = _read(d / "current_link_speed"), _read(d / "current_link_width")
+    if speed is None or width is None or not width.isdigit():
+        return None
+    max_width = _read(d / "max_link_width")
+    return {"speed": speed, "width": int(width), "max_speed": _read(d / "max_link_speed"),
+            "max_width": int(max_width) if max_width and max_width.isdigit() else None}
+
+
 def _gpus() -> list[dict[str, Any]]:
     import torch
 
@@ -181,7 +199,8 @@ def _gpus() -> list[dict[str, Any]]:
     for i in range(torch.cuda.device_count()):
         p = torch.cuda.get_device_properties(i)
         bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0".upper()
-        gpus.append({"index": i, "name": p.name, "bus_id": bus, "memory_mib": p.total_memory // 2**20})
+        gpus.append({"index": i, "name": p.name, "bus_id": bus, "memory_mib": p.total_memory // 2**20,
+                     "pcie": pcie_link(bus)})
     if not gpus:
         raise LookupError("torch sees no CUDA device on this node")
     return gpus
