@@ -20,7 +20,19 @@ from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
 from hpcbench.plan import checks as c
-from hpcbench.vocab import BACKENDS, CPU_BINDS, DATA, DEVICES, DTYPES, FRAMEWORKS, KINDS, LAUNCHERS, MODELS, SCALING
+from hpcbench.vocab import (
+    BACKENDS,
+    CPU_BINDS,
+    DATA,
+    DEVICES,
+    DTYPES,
+    FRAMEWORKS,
+    GPU_BINDS,
+    KINDS,
+    LAUNCHERS,
+    MODELS,
+    SCALING,
+)
 
 ALL_KINDS = frozenset(KINDS)
 TRAIN = frozenset({"train"})
@@ -183,6 +195,8 @@ SLURM = (
     Setting("mpi", None, c.string(re.compile(r"[A-Za-z0-9_.-]+"), "an srun MPI plugin name (see: srun --mpi=list)"),
             "srun --mpi plugin; unset: the site's MpiDefault", str | None),
     Setting("cpu_bind", "sockets", c.choice(CPU_BINDS, "cpu binding"), "srun --cpu-bind / mpirun --bind-to"),
+    Setting("gpu_bind", "block", c.choice(GPU_BINDS, "gpu binding"), "GPU points: put each rank on its GPU's socket "
+            "(block: srun --distribution=block:block / mpirun --rank-by core; closest: srun --gpu-bind=single:1)"),
     Setting("python", None, c.string(), "the ranks' interpreter; unset: the one running hpcbench", str | None),
     Setting("module_use", (), c.str_list, "`module use` folders, before the loads", tuple[str, ...]),
     Setting("modules", (), c.str_list, "one `module load` line each, in order", tuple[str, ...]),
