@@ -359,6 +359,11 @@ class Recorder:
     sys_root: Path = Path("/sys")
     done: bool = field(default=False)
 
+    def add(self, key: str, fn: Callable[[], Any]) -> Any:
+        """One more probe after start (the GPU pairing, once the device is chosen); written at finish."""
+        self.doc[key] = _probe(self.doc["unavailable"], key, fn)
+        return self.doc[key]
+
     def write(self) -> None:
         if self.path is not None:
             from hpcbench.rundir import atomic_write_json
