@@ -14,6 +14,9 @@ KINDS = ("train", "allreduce")
 DEVICES = ("cpu", "cuda")
 LAUNCHERS = ("srun", "mpirun", "horovodrun", "torchrun")
 CPU_BINDS = ("sockets", "cores", "none")
+# How a GPU point puts each rank on the socket of its GPU: Slurm's block distribution (mpirun: ranks numbered
+# in blocks per socket), Slurm's own GPU binding (srun only), or neither.
+GPU_BINDS = ("block", "closest", "none")
 DATA = ("synthetic", "mnist", "cifar10")
 SCALING = ("weak", "strong")
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")

@@ -7,7 +7,6 @@ import textwrap
 from typing import Any
 
 from hpcbench.explain import PointWhy
-from hpcbench.report.fmt import clip
 
 COLUMNS = ("point", "severity", "finding", "claim", "effect", "evidence", "fix")
 
@@ -38,7 +37,7 @@ def as_table(whys: list[PointWhy], width: int = 100) -> str:
             out.append(textwrap.fill(text, width, initial_indent=head, subsequent_indent=" " * 11))
             for key in ("evidence", "fix"):
                 if r[key]:
-                    out.append(textwrap.fill(clip(str(r[key]), 240), width, initial_indent=f"{'':11}{key}: ",
+                    out.append(textwrap.fill(textwrap.shorten(str(r[key]), 240, placeholder=" …"), width, initial_indent=f"{'':11}{key}: ",
                                              subsequent_indent=" " * 13))
         out.append("")
     return "\n".join(out).rstrip("\n")

@@ -24,6 +24,9 @@ def _cpu_list(cpus: list[int]) -> str:
     return ",".join(map(str, cpus[:8])) + ("…" if len(cpus) > 8 else "")
 
 
+SHARED_BY_DESIGN = ("socket", "sockets", "numa", "ldom", "ldoms")  # ranks of one socket share its cores
+
+
 def binding(ctx: Context) -> list[Finding]:
     out = []
     bad = [d for d in ctx.provenance if (d.get("affinity") or {}).get("matches") is False]
@@ -31,22 +34,32 @@ def binding(ctx: Context) -> list[Finding]:
         d = bad[0]
         out.append(Finding(WARNING, "binding", f"{len(bad)} rank(s) are not bound as asked: "
                            f"{d['affinity'].get('detail')}", "check the launcher's binding options "
-                           "(srun --cpu-bind, mpirun --bind-to) and cpus_per_task",
-                           f"provenance-rank{d.get('rank', 0)}.json affinity", subject=ctx.name))
+                           "(srun --cpu-bind, mpirun --bind-to) and cpus_per_task; a wrapper that calls taskset "
+                           "or numactl overrides them", f"provenance-rank{d.get('rank', 0)}.json affinity",
+                           subject=ctx.name))
     per_host: dict[str, list[dict[str, Any]]] = {}
     for d in ctx.provenance:
         per_host.setdefault(str(d.get("hostname")), []).append(d)
-    for host, docs in sorted(per_host.items()):
-        sets = [frozenset((d.get("affinity") or {}).get("cpus") or []) for d in docs]
-        unbound = all((d.get("affinity") or {}).get("requested") in (None, "slurm none") for d in docs)
-        if len(docs) > 1 and len(set(sets)) == 1 and sets[0]:
-            fix = "bind them: cpu_bind = \"sockets\" or \"cores\" in [slurm]" if unbound else \
-                "give each rank its own cores (cpus_per_task, cpu_bind = \"cores\")"
-            out.append(Finding(WARNING, "shared-cores", f"{len(docs)} ranks on {host} share the same CPUs "
-                               f"({_cpu_list(sorted(sets[0]))})" + (": they are not bound" if unbound else ""),
-                               fix, "; ".join(f"provenance-rank{d.get('rank')}.json affinity.cpus" for d in docs[:2]),
-                               subject=ctx.name))
-    return out + _nccl_affinity(ctx, per_host)
+    return out + [f for host, docs in sorted(per_host.items()) for f in _shared(ctx, host, docs)] + \
+        _nccl_affinity(ctx, per_host)
+
+
+def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding]:
+    """Ranks of a host with one and the same CPU set: unbound, or bound to cores they then share."""
+    sets = {frozenset((d.get("affinity") or {}).get("cpus") or []) for d in docs}
+    if len(docs) < 2 or len(sets) != 1 or not next(iter(sets)):
+        return []
+    asked = {str((d.get("affinity") or {}).get("requested") or "none").split()[-1].split(":")[0] for d in docs}
+    if asked <= set(SHARED_BY_DESIGN):
+        return []  # a socket binding gives every rank of the socket its cores: threads are the oversubscription rule's
+    unbound = asked <= {"none"}
+    fix = "bind them: cpu_bind = \"sockets\" or \"cores\" in [slurm]" if unbound else \
+        "give each rank its own cores (cpus_per_task, cpu_bind = \"cores\")"
+    cpus = sorted(next(iter(sets)))
+    return [Finding(WARNING, "shared-cores", f"{len(docs)} ranks on {host} share the same CPUs ({_cpu_list(cpus)})"
+                    + (": they are not bound, so the kernel moves them between cores and sockets" if unbound else ""),
+                    fix, "; ".join(f"provenance-rank{d.get('rank')}.json affinity" for d in docs[:2]),
+                    subject=ctx.name)]
 
 
 def _nccl_affinity(ctx: Context, per_host: dict[str, list[dict[str, Any]]]) -> list[Finding]:
@@ -73,33 +86,34 @@ def one_host(ctx: Context) -> list[Finding]:
                     "local backend) to measure between nodes", "result.json ranks[].hostname", subject=ctx.name)]
 
 
-def _cores(ctx: Context) -> dict[str, int]:
-    """Cores per host, from the record's node loads (read on each node), where the record has them."""
-    loads = getattr(ctx.record, "node_load", None) or []
-    return {str(n.get("host")): int(n["cpus"]) for n in loads if n.get("cpus")}
+def _hosts(loads: list[Any]) -> dict[str, list[Any]]:
+    """Node loads grouped by host: Slurm nodes that share a host (the minicluster) share its CPUs."""
+    out: dict[str, list[Any]] = {}
+    for n in loads:
+        out.setdefault(n.host, []).append(n)
+    return out
 
 
 def oversubscribed(ctx: Context) -> list[Finding]:
     rec = ctx.record
+    loads = list(getattr(rec, "node_load", None) or [])
     if rec is None:
         return []
-    cores = _cores(ctx)
-    cpt = getattr(rec, "cpus_per_task", None) or 1
-    per_host: dict[str, int] = {}
-    for r in rec.ranks:
-        per_host[r.hostname] = per_host.get(r.hostname, 0) + 1
-    for host, n in sorted(per_host.items()):
-        if host in cores and n * cpt > cores[host]:
-            return [Finding(WARNING, "oversubscribed", f"{n} ranks x {cpt} CPU(s) each on {host}, which has "
-                            f"{cores[host]} cores: {n * cpt / cores[host]:.1f}x oversubscribed",
-                            "fewer ranks per node, or fewer cpus_per_task; the minicluster's two nodes share one "
-                            "host's cores", "result.json node_load[].cpus, ranks[].hostname, cpus_per_task",
-                            f"every step waits for CPU time: {n * cpt / cores[host]:.1f} threads per core",
-                            ctx.name)]
-    if not cores and len(per_host) and rec is not None:
+    if not loads:
         return [Finding(INFO, "oversubscribed", "cannot tell whether the cores were oversubscribed: the record "
                         "has no per-node CPU count", "summarize a run made by this hpcbench (it records node_load)",
                         subject=ctx.name)]
+    for host, nodes in sorted(_hosts(loads).items()):
+        cpus = nodes[0].cpus
+        want = sum((n.ranks or 0) * (n.cpus_per_task or 1) for n in nodes)
+        if cpus and want > cpus:
+            parts = " + ".join(f"{n.ranks} x {n.cpus_per_task or 1} on {n.slurm_node or host}" for n in nodes)
+            return [Finding(WARNING, "oversubscribed", f"ranks x cpus_per_task on host {host} ask for {want} CPUs "
+                            f"({parts}), and it has {cpus} ({nodes[0].cores or '?'} cores): "
+                            f"{want / cpus:.1f}x oversubscribed", "fewer ranks per node, or fewer cpus_per_task"
+                            + ("; the Slurm nodes here share one host's cores" if len(nodes) > 1 else ""),
+                            "result.json node_load[]: host, cpus, ranks, cpus_per_task",
+                            f"every step waits for CPU time: {want / cpus:.1f} threads per CPU", ctx.name)]
     return []
 
 
@@ -127,15 +141,18 @@ def compute_growth(ctx: Context) -> list[Finding]:
 
 
 def load(ctx: Context) -> list[Finding]:
-    loads = getattr(ctx.record, "node_load", None) or []
-    busy = [n for n in loads if n.get("cpus") and (n.get("before") or [0])[0] > n["cpus"]]
-    if not busy:
-        return []
-    n = busy[0]
-    return [Finding(WARNING, "load", f"{n.get('slurm_node') or n.get('host')} was already busy when the steps "
-                    f"started: load {n['before'][0]:.1f} on {n['cpus']} cores",
-                    "another job or process shared the node: ask for --exclusive, or look at what runs there",
-                    "result.json node_load[].before", subject=ctx.name)]
+    """A host already running more than it has CPUs for when the timed steps began, beyond this point's
+    own ranks (Linux's load counts them too)."""
+    for host, nodes in sorted(_hosts(list(getattr(ctx.record, "node_load", None) or [])).items()):
+        n = nodes[0]
+        own = sum((x.ranks or 0) * (x.cpus_per_task or 1) for x in nodes)
+        if not n.cpus or not n.before or n.before[0] <= n.cpus or n.before[0] - own < 0.5:
+            continue
+        return [Finding(WARNING, "load", f"host {host} was already busy when the steps started: 1-minute load "
+                        f"{n.before[0]:.1f} on {n.cpus} CPUs, of which this point's ranks account for {own}",
+                        "another job or process shared the node: ask for --exclusive, or look at what runs there",
+                        "result.json node_load[].before", subject=ctx.name)]
+    return []
 
 
 def straggler(ctx: Context) -> list[Finding]:
@@ -158,6 +175,23 @@ def straggler(ctx: Context) -> list[Finding]:
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
 
 
+def gpu_numa(ctx: Context) -> list[Finding]:
+    """A rank whose GPU hangs off another socket than its CPUs: every copy crosses the socket link."""
+    rec = ctx.record
+    ok = getattr(rec, "gpu_numa_ok", None)
+    if ok is False:
+        return [Finding(WARNING, "gpu-numa", f"a GPU is fed across the socket link: {rec.gpu_numa_detail}",
+                        "put each rank on its GPU's socket: gpu_bind = \"block\" or \"closest\" in the cluster "
+                        "profile (README, GPU binding)", "provenance-rank<N>.json gpu_binding; result.json "
+                        "gpu_numa_detail", subject=ctx.name)]
+    if ok is None and ctx.point.device == "cuda" and rec is not None:
+        return [Finding(INFO, "gpu-numa", f"whether each GPU is on its rank's NUMA node is not known: "
+                        f"{getattr(rec, 'gpu_numa_detail', None) or 'the record predates this check'}",
+                        "make /sys/bus/pci/devices/<bus>/numa_node readable, or install nvidia-ml-py",
+                        subject=ctx.name)]
+    return []
+
+
 def input_pipeline(ctx: Context) -> list[Finding]:
     share = getattr(ctx.record, "input_fraction", None)
     if share is None or share < INPUT_BOUND:
@@ -167,4 +201,4 @@ def input_pipeline(ctx: Context) -> list[Finding]:
                     "the rest", "result.json input_fraction", f"about {share:.0%} of the step", ctx.name, share)]
 
 
-RULES = (binding, one_host, oversubscribed, compute_growth, load, straggler, input_pipeline)
+RULES = (binding, gpu_numa, one_host, oversubscribed, compute_growth, load, straggler, input_pipeline)

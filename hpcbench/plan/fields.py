@@ -20,7 +20,19 @@ from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
 from hpcbench.plan import checks as c
-from hpcbench.vocab import BACKENDS, CPU_BINDS, DATA, DEVICES, DTYPES, FRAMEWORKS, KINDS, LAUNCHERS, MODELS, SCALING
+from hpcbench.vocab import (
+    BACKENDS,
+    CPU_BINDS,
+    DATA,
+    DEVICES,
+    DTYPES,
+    FRAMEWORKS,
+    GPU_BINDS,
+    KINDS,
+    LAUNCHERS,
+    MODELS,
+    SCALING,
+)
 
 ALL_KINDS = frozenset(KINDS)
 TRAIN = frozenset({"train"})
@@ -104,6 +116,10 @@ PARAMS: tuple[Param, ...] = (
           quiet=True),
     Param("fail_step", 1, c.integer(0), "... at this step (1-based; 0: before the rendezvous)", type=int,
           kinds=TRAIN, quiet=True),
+    Param("slow_rank", -1, c.integer(-1), "straggler injection: this rank sleeps slow_ms in every step (< 0: off)",
+          type=int, kinds=TRAIN, quiet=True),
+    Param("slow_ms", 100, c.integer(0), "... milliseconds per step, timed and compute-only steps alike", type=int,
+          kinds=TRAIN, quiet=True),
     Param("min_bytes", 8, c.size, "smallest message (nccl-tests -b)", type=int, kinds=ALLREDUCE),
     Param("max_bytes", 1 << 30, c.size, "largest message (-e)", type=int, kinds=ALLREDUCE),
     Param("step_factor", 2, c.integer(2), "size factor between messages (-f)", type=int, kinds=ALLREDUCE),
@@ -183,6 +199,8 @@ SLURM = (
     Setting("mpi", None, c.string(re.compile(r"[A-Za-z0-9_.-]+"), "an srun MPI plugin name (see: srun --mpi=list)"),
             "srun --mpi plugin; unset: the site's MpiDefault", str | None),
     Setting("cpu_bind", "sockets", c.choice(CPU_BINDS, "cpu binding"), "srun --cpu-bind / mpirun --bind-to"),
+    Setting("gpu_bind", "block", c.choice(GPU_BINDS, "gpu binding"), "GPU points: put each rank on its GPU's socket "
+            "(block: srun --distribution=block:block / mpirun --rank-by core; closest: srun --gpu-bind=single:1)"),
     Setting("python", None, c.string(), "the ranks' interpreter; unset: the one running hpcbench", str | None),
     Setting("module_use", (), c.str_list, "`module use` folders, before the loads", tuple[str, ...]),
     Setting("modules", (), c.str_list, "one `module load` line each, in order", tuple[str, ...]),

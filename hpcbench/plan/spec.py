@@ -190,6 +190,11 @@ def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
         else:
             where = f"{p}workload.backend"
         raise fail(where, "'nccl' needs workload.device = \"cuda\" (NCCL has no CPU path); use gloo or mpi on CPU")
+    s = spec.slurm
+    if w.device == "cuda" and s.gpu_bind == "closest" and s.launcher != "srun":
+        # Slurm binds GPUs to the tasks srun starts; mpirun's and torchrun's ranks are not Slurm tasks.
+        raise fail(f"{p}slurm.gpu_bind", f"'closest' is srun's --gpu-bind, and launcher {s.launcher!r} starts "
+                   "ranks Slurm cannot bind GPUs to; use gpu_bind = \"block\" (or launcher = \"srun\")")
     _data_rules(spec, p)
 
 

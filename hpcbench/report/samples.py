@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.plan.fields import BY_NAME, NAMES, PARAMS
-from hpcbench.records import AllreduceRow, ResultRecord
+from hpcbench.records import AllreduceRow, NodeLoad, ResultRecord
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import COMPLETED
 
@@ -43,6 +43,16 @@ class _Measured:
     gpu_samples: int | None = None
     gpu_reason: str | None = None
     affinity_ok: bool | None = None
+    input_time_s: float | None = None  # mean wait for the batch per step (slowest rank)
+    input_fraction: float | None = None  # its share of the step time
+    gpu_numa_ok: bool | None = None  # every rank's GPU on its CPUs' NUMA node
+    gpu_numa_detail: str | None = None
+    # Per rank (index = rank) and per node, for the explain engine; not CSV columns.
+    rank_step_s: list[float | None] = field(default_factory=list)
+    rank_compute_s: list[float | None] = field(default_factory=list)
+    rank_input_s: list[float | None] = field(default_factory=list)
+    rank_nodes: list[str] = field(default_factory=list)  # the Slurm node (else host) of each rank
+    node_load: list[NodeLoad] = field(default_factory=list)
     nodes_seen: str | None = None  # Slurm node names the ranks ran on
     hosts: tuple[str, ...] = ()  # distinct host names the ranks ran on (slurmds may share one host)
     n_steps: int | None = None  # timed steps behind step_time_ci95_s
@@ -84,6 +94,8 @@ TIDY_COLUMNS = tuple(dict.fromkeys((
     "framework", "kind", "device", "scaling", "global_batch_size", "cluster", "step_time_ci95_ms",
     "throughput_ci95", "comm_time_ms", "compute_time_ms", "compute_time_ci95_ms", "comm_fraction", "gpu_util_mean",
     "gpu_util_min", "affinity_ok", "source", "inferred", "hosts",
+    # the explain engine's evidence (issue 12)
+    "input_time_ms", "input_fraction", "gpu_numa_ok",
     *NAMES,
 )))
 
@@ -100,7 +112,7 @@ def tidy_row(s: Any) -> dict[str, Any]:
     d["hosts"] = " ".join(s.hosts) or None
     d.update(step_time_ms=_ms(s.step_time_s), step_time_ci95_ms=_ms(s.step_time_ci95_s),
              comm_time_ms=_ms(s.comm_time_s), compute_time_ms=_ms(s.compute_time_s),
-             compute_time_ci95_ms=_ms(s.compute_time_ci95_s),
+             compute_time_ci95_ms=_ms(s.compute_time_ci95_s), input_time_ms=_ms(s.input_time_s),
              throughput_per_rank=(s.throughput / s.world_size if s.throughput and s.world_size else None))
     return {c: d.get(c) for c in TIDY_COLUMNS}
 
@@ -138,6 +150,11 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
         "gpu_reason": rec.gpu_reason, "affinity_ok": rec.affinity_ok, "nodes_seen": " ".join(rec.slurm_nodes) or None,
         "hosts": tuple(sorted({r.hostname for r in rec.ranks})), "n_steps": len(rec.step_times_s) or None,
         "versions": dict(rec.versions), "allreduce": list(rec.allreduce), "record": rec,
+        "input_time_s": rec.input_time_s, "input_fraction": rec.input_fraction, "gpu_numa_ok": rec.gpu_numa_ok,
+        "gpu_numa_detail": rec.gpu_numa_detail, "rank_step_s": list(rec.rank_step_s),
+        "rank_compute_s": list(rec.rank_compute_s), "rank_input_s": list(rec.rank_input_s),
+        "rank_nodes": [r.slurm_node or r.hostname for r in sorted(rec.ranks, key=lambda r: r.rank)],
+        "node_load": list(rec.node_load),
     }
     kw.update(extra)
     return Sample(**kw)

@@ -59,9 +59,10 @@ def init_process_group(backend: str, env: DistEnv, timeout_s: int) -> None:
 
 
 def rank_info(env: DistEnv) -> RankInfo:
+    per_task = os.environ.get("SLURM_CPUS_PER_TASK", "")
     return RankInfo(rank=env.rank, local_rank=env.local_rank, hostname=socket.gethostname(),
                     slurm_node=os.environ.get("SLURMD_NODENAME"), pid=os.getpid(),
-                    cpus=sorted(os.sched_getaffinity(0)))
+                    cpus=sorted(os.sched_getaffinity(0)), cpus_per_task=int(per_task) if per_task.isdigit() else None)
 
 
 def check_world(env: DistEnv, nodes: int, ranks_per_node: int) -> None:
