@@ -32,7 +32,7 @@ class PointWhy:
     def label(self) -> str:
         return str(self.point.label)
 
-    def top(self, n: int = 3) -> list[Finding]:
+    def top(self, n: int = 5) -> list[Finding]:
         """The findings worth reading first: the costly and the severe, not the informational."""
         return [f for f in self.findings if f.severity != "info" or f.cost][:n]
 

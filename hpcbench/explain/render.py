@@ -55,7 +55,7 @@ def as_json(whys: list[PointWhy]) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def as_markdown(whys: list[PointWhy], per_point: int = 3) -> str:
+def as_markdown(whys: list[PointWhy], per_point: int = 5) -> str:
     """The "Why" section: for each point, its costliest findings with their evidence and fix."""
     out = []
     for w in whys:

@@ -15,16 +15,15 @@ from hpcbench.explain.evidence import mask_cpus
 from hpcbench.findings import Finding
 from hpcbench.vocab import INFO, WARNING
 
-STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler
+STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler ...
+STRAGGLER_COST = 0.10  # ... when the wait costs at least this share of the step (below it, a busy host's noise)
 INPUT_BOUND = 0.10  # share of the step spent waiting for the batch
 COMPUTE_GROWTH = 0.20  # compute per step this much above the 1-rank-per-node point's
+MINOR = 0.02  # an effect below this share of the step is not worth a finding
 
 
 def _cpu_list(cpus: list[int]) -> str:
     return ",".join(map(str, cpus[:8])) + ("…" if len(cpus) > 8 else "")
-
-
-SHARED_BY_DESIGN = ("socket", "sockets", "numa", "ldom", "ldoms")  # ranks of one socket share its cores
 
 
 def binding(ctx: Context) -> list[Finding]:
@@ -44,22 +43,38 @@ def binding(ctx: Context) -> list[Finding]:
         _nccl_affinity(ctx, per_host)
 
 
+def _threads(doc: dict[str, Any]) -> int:
+    """A rank's compute threads: OMP_NUM_THREADS as its job set it (hpcbench sets it to cpus_per_task)."""
+    env = doc.get("env") or {}
+    value = str(env.get("OMP_NUM_THREADS") or env.get("SLURM_CPUS_PER_TASK") or "1")
+    return int(value) if value.isdigit() else 1
+
+
 def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding]:
-    """Ranks of a host with one and the same CPU set: unbound, or bound to cores they then share."""
-    sets = {frozenset((d.get("affinity") or {}).get("cpus") or []) for d in docs}
-    if len(docs) < 2 or len(sets) != 1 or not next(iter(sets)):
-        return []
-    asked = {str((d.get("affinity") or {}).get("requested") or "none").split()[-1].split(":")[0] for d in docs}
-    if asked <= set(SHARED_BY_DESIGN):
-        return []  # a socket binding gives every rank of the socket its cores: threads are the oversubscription rule's
-    unbound = asked <= {"none"}
-    fix = "bind them: cpu_bind = \"sockets\" or \"cores\" in [slurm]" if unbound else \
-        "give each rank its own cores (cpus_per_task, cpu_bind = \"cores\")"
-    cpus = sorted(next(iter(sets)))
-    return [Finding(WARNING, "shared-cores", f"{len(docs)} ranks on {host} share the same CPUs ({_cpu_list(cpus)})"
-                    + (": they are not bound, so the kernel moves them between cores and sockets" if unbound else ""),
-                    fix, "; ".join(f"provenance-rank{d.get('rank')}.json affinity" for d in docs[:2]),
-                    subject=ctx.name)]
+    """Ranks of a host on one and the same CPU set: unbound, or with more threads than the set has CPUs
+    (two Slurm nodes on one host each give their rank CPU 0). A socket binding that gives two ranks the
+    two cores of their socket is by design, and silent."""
+    groups: dict[frozenset[int], list[dict[str, Any]]] = {}
+    for d in docs:
+        groups.setdefault(frozenset((d.get("affinity") or {}).get("cpus") or []), []).append(d)
+    out = []
+    for cpus, ranks in sorted(groups.items(), key=lambda kv: sorted(kv[0])):
+        if len(ranks) < 2 or not cpus:
+            continue
+        unbound = all(str((d.get("affinity") or {}).get("requested") or "none").endswith("none") for d in ranks)
+        threads = sum(_threads(d) for d in ranks)
+        if not unbound and threads <= len(cpus):
+            continue
+        listed = _cpu_list(sorted(cpus))
+        claim = (f"{len(ranks)} ranks on {host} are not bound: the kernel moves them between cores and sockets "
+                 f"(all on CPUs {listed})") if unbound else \
+            f"{len(ranks)} ranks on {host} run {threads} threads on the same {len(cpus)} CPU(s) ({listed})"
+        fix = "bind them: cpu_bind = \"sockets\" or \"cores\" in [slurm]" if unbound else \
+            "give each rank its own cores; Slurm nodes that share one host each hand out the same CPUs"
+        out.append(Finding(WARNING, "shared-cores", claim, fix, "; ".join(
+            f"provenance-rank{d.get('rank')}.json affinity" for d in ranks[:2]),
+            None if unbound else f"{threads / len(cpus):.1f} threads per CPU", ctx.name))
+    return out
 
 
 def _nccl_affinity(ctx: Context, per_host: dict[str, list[dict[str, Any]]]) -> list[Finding]:
@@ -117,26 +132,38 @@ def oversubscribed(ctx: Context) -> list[Finding]:
     return []
 
 
+def _typical_compute(a: Any) -> float | None:
+    """The median rank's compute-only step, the lower one of an even count (a straggler's own time is the
+    straggler rule's, and with two ranks a plain median would be half of it), else the point's."""
+    rec = next((s.record for s in a.samples if s.ok and s.record is not None), None)
+    own = [t for t in getattr(rec, "rank_compute_s", None) or [] if t is not None]
+    return statistics.median_low(own) if own else a.compute_time_s
+
+
 def compute_growth(ctx: Context) -> list[Finding]:
     """Compute per step should not depend on how many ranks share a node; when it grows, they compete."""
     p = ctx.point
-    if p.compute_time_s is None or (p.ranks_per_node or 1) <= 1:
+    mine = _typical_compute(p)
+    if mine is None or (p.ranks_per_node or 1) <= 1:
         return []
-    peers = [a for a in ctx.others if a is not p and a.compute_time_s and a.ranks_per_node == 1
+    peers = [a for a in ctx.others if a is not p and a.ok and a.ranks_per_node == 1 and _typical_compute(a)
              and (a.framework, a.backend, a.model, a.batch_size, a.device) ==
              (p.framework, p.backend, p.model, p.batch_size, p.device)]
     if not peers:
         return []
     base = min(peers, key=lambda a: a.nodes or 0)
-    growth = p.compute_time_s / base.compute_time_s - 1
+    theirs = _typical_compute(base) or 0.0
+    growth = mine / theirs - 1
     if growth < COMPUTE_GROWTH:
         return []
-    cost = (p.compute_time_s - base.compute_time_s) / p.step_time_s if p.step_time_s else None
-    return [Finding(WARNING, "compute-growth", f"compute per step is {p.compute_time_s * 1e3:.1f} ms at "
-                    f"{p.ranks_per_node} ranks per node against {base.compute_time_s * 1e3:.1f} ms at 1 "
-                    f"({growth:+.0%}): the ranks of a node compete for its cores or memory bandwidth",
+    cost = (mine - theirs) / p.step_time_s if p.step_time_s else None
+    if cost is not None and cost < MINOR:
+        return []  # grown, but too little of the step to matter
+    return [Finding(WARNING, "compute-growth", f"compute per step is {mine * 1e3:.1f} ms at {p.ranks_per_node} "
+                    f"ranks per node against {theirs * 1e3:.1f} ms at 1 ({growth:+.0%}): the ranks of a node "
+                    "compete for its cores or memory bandwidth",
                     "give each rank its own cores (cpus_per_task) or run fewer ranks per node",
-                    f"compute_time_s of {p.label} and {base.label}",
+                    f"the median rank's compute-only step (result.json rank_compute_s) of {p.label} and {base.label}",
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
 
 
@@ -156,22 +183,29 @@ def load(ctx: Context) -> list[Finding]:
 
 
 def straggler(ctx: Context) -> list[Finding]:
+    """The slowest rank against the median of the others (with two ranks, a median over both would halve
+    the gap). Compute-only times tell: at the allreduce every rank waits for the slowest, so their step
+    times come out equal."""
     rec = ctx.record
-    times = getattr(rec, "rank_compute_s", None) or getattr(rec, "rank_step_s", None)
-    if rec is None or not times or len(times) < 2:
+    own = getattr(rec, "rank_compute_s", None)
+    times = own or getattr(rec, "rank_step_s", None)
+    if rec is None or not times or len(times) < 2 or any(t is None for t in times):
         return []
-    med = statistics.median(times)
     worst = max(range(len(times)), key=lambda r: times[r])
+    med = statistics.median(t for r, t in enumerate(times) if r != worst)
     over = times[worst] - med
     if med <= 0 or over / med < STRAGGLER:
         return []
     r = next((x for x in rec.ranks if x.rank == worst), None)
     where = f" on {r.slurm_node or r.hostname}" if r else ""
-    cost = over / rec.mean_step_time_s if rec.mean_step_time_s else None
-    return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {over * 1e3:.1f} ms ({over / med:+.0%}) "
-                    "longer per step than the median rank: every step waits for it",
+    cost = min(over / rec.mean_step_time_s, 1.0) if rec.mean_step_time_s else None
+    if cost is not None and cost < STRAGGLER_COST:
+        return []
+    what = "compute" if own else "step"
+    return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {times[worst] * 1e3:.1f} ms per {what}, the "
+                    f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it",
                     "look at that node: its load, clocks and neighbours (or a slow_rank left in the sweep)",
-                    "result.json rank_compute_s" if getattr(rec, "rank_compute_s", None) else "result.json rank_step_s",
+                    f"result.json rank_{what}_s",
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
 
 
