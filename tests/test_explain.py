@@ -297,8 +297,11 @@ def test_load_before_the_steps_and_gpu_numa_pairing(tmp_path):
     # two Slurm nodes on one 8-CPU host, one rank each; a 1-minute load of 9.5 before the steps: 7.5 is not ours
     busy = [NodeLoad("h1", n, 8, [9.5, 6.0, 3.0], [9.8, 6.2, 3.1], 4, 1, 1) for n in ("n1", "n2")]
     load = found("busy", node_load=busy)["load"]
-    assert load.claim == "host h1 was already busy when the steps started: 1-minute load 9.5 on 8 CPUs, of which " \
-                         "this point's ranks account for 2"
+    assert load.severity == "warning" and load.claim == "host h1 was busy: 1-minute load 9.5 on 8 CPUs when the " \
+        "steps started, 9.8 after them, of which this point's ranks account for at most 2: something ran beside it"
+    # high before the steps only: the lagging average of the job before, said as such
+    lagging = [NodeLoad("h1", n, 8, [9.5, 6.0, 3.0], [4.0, 5.0, 3.0], 4, 1, 1) for n in ("n1", "n2")]
+    assert found("lagging", node_load=lagging)["load"].severity == "info"
     assert "load" not in found("own", node_load=[NodeLoad("h1", n, 2, [2.2, 1.0, 0.5], None, 2, 1, 1)
                                                  for n in ("n1", "n2")])  # only its own two ranks
     assert "oversubscribed" not in found("fits", node_load=busy)

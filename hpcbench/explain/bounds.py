@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.explain import links, model
-from hpcbench.explain.context import Context
-from hpcbench.findings import Finding
+from hpcbench.explain.context import Context, typical_compute
+from hpcbench.findings import Finding, ranked
 from hpcbench.vocab import INFO, MODELS, WARNING
 
 GAP = 0.10  # measured efficiency this far below the model's is something the model does not explain
@@ -62,11 +62,12 @@ def prediction(p: Any, fitted: dict[Any, model.Fit]) -> tuple[model.Prediction |
     if fit is None:
         return None, None, ("an allreduce curve of the same framework, backend and placement (run kind = "
                             "\"allreduce\" with the same nodes x ranks, or give --allreduce FILE)")
-    if p.compute_time_s is None:
+    compute = typical_compute(p)  # what the step would be without a straggler: that one is a finding of its own
+    if compute is None:
         return None, fit, "the compute-only time (comm_split = true)"
     if info is None:
         return None, fit, f"the parameter count of model {p.model!r}"
-    return model.predict(p.compute_time_s, info.params, p.framework, fit), fit, ""
+    return model.predict(compute, info.params, p.framework, fit), fit, ""
 
 
 def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Finding]) -> list[Finding]:
@@ -76,7 +77,7 @@ def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Find
     pred, fit, missing = prediction(p, fitted)
     if pred is None or fit is None:
         return [Finding(INFO, "model", f"no scaling model for this point: it needs {missing}", subject=ctx.name)]
-    text = f"model: step {pred.step_s * 1e3:.1f} ms (compute {p.compute_time_s * 1e3:.1f} + exposed " \
+    text = f"model: step {pred.step_s * 1e3:.1f} ms (compute {pred.compute_s * 1e3:.1f} + exposed " \
            f"{pred.exposed_s * 1e3:.1f}) against {p.step_time_s * 1e3:.1f} ms measured"
     evidence = f"{pred.describe(p.framework)}; curve: {fit.describe()}"
     if p.efficiency is None or not p.step_time_s:
@@ -89,9 +90,10 @@ def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Find
     if gap < GAP:
         return [Finding(INFO, "model", f"{claim}: the link and the framework's grouping explain it ({text})",
                         evidence=evidence, subject=ctx.name)]
-    leads = [f"{f.rule}" for f in others if f.severity == WARNING and f.rule not in ("few-repeats",)]
+    leads = [f.rule for f in ranked(others) if f.severity == WARNING and f.rule not in ("few-repeats",)]
     see = f"; see {', '.join(dict.fromkeys(leads))}" if leads else "; no other finding explains it"
+    # with leads, the gap is ranked after them (they are its explanation); alone, it is the headline
+    cost = (p.step_time_s - pred.step_s) / p.step_time_s if p.step_time_s > pred.step_s and not leads else None
     return [Finding(WARNING, "model-gap", f"{claim}: the model does not explain {gap * 100:.0f} points{see}",
                     "the findings above, or collect what is missing (straggler and load evidence, provenance)",
-                    evidence, f"{gap * 100:.0f} efficiency points", ctx.name,
-                    (p.step_time_s - pred.step_s) / p.step_time_s if p.step_time_s > pred.step_s else None)]
+                    evidence, f"{gap * 100:.0f} efficiency points", ctx.name, cost)]

@@ -33,7 +33,7 @@ def as_table(whys: list[PointWhy], width: int = 100) -> str:
         out.append(f"{w.label}  [{w.point.state}]")
         for r in _rows([w], True):
             head = f"  {r['severity']:<8} {r['finding']}: "
-            text = r["claim"] + (f" (effect: {r['effect']})" if r["effect"] else "")
+            text = r["claim"] + (f" (effect: {r['effect']})" if r["effect"] and r["effect"] not in r["claim"] else "")
             out.append(textwrap.fill(text, width, initial_indent=head, subsequent_indent=" " * 11))
             for key in ("evidence", "fix"):
                 if r[key]:
@@ -64,7 +64,7 @@ def as_markdown(whys: list[PointWhy], per_point: int = 5) -> str:
             continue
         out.append(f"- **{w.label}**")
         for f in top:
-            effect = f" — {f.effect}" if f.effect else ""
+            effect = f" — {f.effect}" if f.effect and f.effect not in f.claim else ""
             out.append(f"  - {f.severity}: {f.claim}{effect}")
             if f.evidence:
                 out.append(f"    - evidence: `{f.evidence}`")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from hpcbench.explain.context import Context
+from hpcbench.explain.context import Context, typical_compute
 from hpcbench.explain.evidence import mask_cpus
 from hpcbench.findings import Finding
 from hpcbench.vocab import INFO, WARNING
@@ -132,27 +132,19 @@ def oversubscribed(ctx: Context) -> list[Finding]:
     return []
 
 
-def _typical_compute(a: Any) -> float | None:
-    """The median rank's compute-only step, the lower one of an even count (a straggler's own time is the
-    straggler rule's, and with two ranks a plain median would be half of it), else the point's."""
-    rec = next((s.record for s in a.samples if s.ok and s.record is not None), None)
-    own = [t for t in getattr(rec, "rank_compute_s", None) or [] if t is not None]
-    return statistics.median_low(own) if own else a.compute_time_s
-
-
 def compute_growth(ctx: Context) -> list[Finding]:
     """Compute per step should not depend on how many ranks share a node; when it grows, they compete."""
     p = ctx.point
-    mine = _typical_compute(p)
+    mine = typical_compute(p)
     if mine is None or (p.ranks_per_node or 1) <= 1:
         return []
-    peers = [a for a in ctx.others if a is not p and a.ok and a.ranks_per_node == 1 and _typical_compute(a)
+    peers = [a for a in ctx.others if a is not p and a.ok and a.ranks_per_node == 1 and typical_compute(a)
              and (a.framework, a.backend, a.model, a.batch_size, a.device) ==
              (p.framework, p.backend, p.model, p.batch_size, p.device)]
     if not peers:
         return []
     base = min(peers, key=lambda a: a.nodes or 0)
-    theirs = _typical_compute(base) or 0.0
+    theirs = typical_compute(base) or 0.0
     growth = mine / theirs - 1
     if growth < COMPUTE_GROWTH:
         return []
@@ -168,17 +160,24 @@ def compute_growth(ctx: Context) -> list[Finding]:
 
 
 def load(ctx: Context) -> list[Finding]:
-    """A host already running more than it has CPUs for when the timed steps began, beyond this point's
-    own ranks (Linux's load counts them too)."""
+    """A host whose 1-minute load, beyond this point's own ranks, exceeded its CPUs. The average lags by a
+    minute, so a high figure before the steps alone may be the previous job (info); high after them as
+    well, something ran beside this one (warning)."""
     for host, nodes in sorted(_hosts(list(getattr(ctx.record, "node_load", None) or [])).items()):
         n = nodes[0]
         own = sum((x.ranks or 0) * (x.cpus_per_task or 1) for x in nodes)
-        if not n.cpus or not n.before or n.before[0] <= n.cpus or n.before[0] - own < 0.5:
+        if not n.cpus or not n.before or n.before[0] <= n.cpus or n.before[0] - own < 1.0:
             continue
-        return [Finding(WARNING, "load", f"host {host} was already busy when the steps started: 1-minute load "
-                        f"{n.before[0]:.1f} on {n.cpus} CPUs, of which this point's ranks account for {own}",
-                        "another job or process shared the node: ask for --exclusive, or look at what runs there",
-                        "result.json node_load[].before", subject=ctx.name)]
+        beside = bool(n.after) and n.after[0] - own >= max(1.0, 0.5 * n.cpus)
+        after = f", {n.after[0]:.1f} after them" if n.after else ""
+        claim = (f"host {host} was busy: 1-minute load {n.before[0]:.1f} on {n.cpus} CPUs when the steps started"
+                 f"{after}, of which this point's ranks account for at most {own}")
+        return [Finding(WARNING if beside else INFO, "load",
+                        claim + (": something ran beside it" if beside else
+                                 ": the load of the last minute, perhaps the job before this one"),
+                        "ask for --exclusive, or look at what runs there" if beside else
+                        "repeat the point (repeats = 3) to see whether it matters",
+                        "result.json node_load[].before/after", subject=ctx.name)]
     return []
 
 
