@@ -236,6 +236,8 @@ def test_explain_cli_formats_and_exit_code(cli, tmp_path):
     assert md.returncode == 0 and md.stdout.startswith("- **nccl_shm-socket-mixedchanfmt_32.log**")
     bad = cli("explain", logs[0], "--allreduce", str(tmp_path / "nope.log"))
     assert bad.returncode == 2 and "no such allreduce log" in bad.stderr
+    one = cli("explain", logs[0], "--allreduce", str(LOGS / "nccltests_3.log"))  # a single 10 GiB row
+    assert one.returncode == 2 and one.stderr.count("\n") == 1 and "1 message size(s)" in one.stderr
 
 
 def test_pcie_peak_from_sysfs(tmp_path):

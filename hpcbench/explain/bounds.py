@@ -50,8 +50,13 @@ def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[An
         tests = parse_file(allreduce_file).get("nccl_tests") or {}
         curve = {int(r["size"]): float(r["oop_time_us"]) for r in tests.get("rows") or [] if r.get("oop_time_us")}
         f = model.fit(curve, Path(allreduce_file).name)
-        if f:
-            out[None] = f
+        if f is None:
+            from hpcbench.errors import ConfigError
+
+            raise ConfigError(f"--allreduce {allreduce_file}: {len(curve)} message size(s) with a time; the model "
+                              "fits latency and bandwidth, so it needs 2 or more",
+                              "give an nccl-tests run over a range of sizes, e.g. all_reduce_perf -b 8 -e 1G -f 2")
+        out[None] = f
     return out
 
 
