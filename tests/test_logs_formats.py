@@ -159,8 +159,9 @@ NT_HEADER = ("#       size         count      type   redop    root     time   al
              "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n")
 
 
-def _row(size: int, busbw: float) -> str:
-    return f"{size:12d}  {size // 4:12d}     float     sum      -1    10.00  {busbw:6.2f}  {busbw:6.2f}      0    10.00  {busbw:6.2f}  {busbw:6.2f}    N/A\n"
+def _row(size: int, busbw: float, wrong: str = "N/A") -> str:
+    return (f"{size:12d}  {size // 4:12d}     float     sum      -1    10.00  {busbw:6.2f}  {busbw:6.2f}  {wrong:>6s}"
+            f"    10.00  {busbw:6.2f}  {busbw:6.2f}  {wrong:>6s}\n")
 
 
 def test_nccltests_two_processes_interleaved(tmp_path):
@@ -171,8 +172,18 @@ def test_nccltests_two_processes_interleaved(tmp_path):
     t = parse_text(tmp_path, text)["nccl_tests"]
     assert [r["size"] for r in t["rows"]] == [1024, 4096, 2048]
     assert t["largest"]["size"] == 4096 and t["largest"]["oop_busbw"] == 3.0
-    assert t["rows"][0]["ip_wrong"] == "N/A" and t["rows"][0]["oop_wrong"] == 0
+    assert t["rows"][0]["ip_wrong"] == "N/A" and t["rows"][0]["oop_wrong"] == "N/A"
     assert t["avg_busbw"] == 2.0 and t["collective"] == "all_reduce"
+
+
+def test_validation_off_on_one_side_only_is_not_all_reduce(tmp_path):
+    """sendrecv prints all_reduce's columns (sum, -1, count = size / 4) but checks only out-of-place
+    (nccl-tests src/sendrecv.cu: reportErrors = in_place ? 0 : 1)."""
+    row = _row(1024, 1.0, "0").rsplit("0\n", 1)[0] + "N/A\n"
+    t = parse_text(tmp_path, NT_HEADER + row)["nccl_tests"]
+    assert t["rows"][0]["oop_wrong"] == 0 and t["rows"][0]["ip_wrong"] == "N/A"
+    assert t["collective"] is None
+    assert parse_text(tmp_path, NT_HEADER + _row(1024, 1.0, "0"))["nccl_tests"]["collective"] == "all_reduce"
 
 
 def test_nccltests_overflowed_columns_and_command_line(tmp_path):

@@ -169,14 +169,15 @@ def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> li
     base: dict[str, Any] = {"source": src, "final": True, "nodes": nodes, "backend": backend, "parsed": [parsed],
                             "logs": [path]}
     if hvd:
-        world = hvd.get("num_gpus") or nranks
+        world = hvd.get("ranks") or nranks
         total = hvd.get("total_img_sec")
         m, b = _MODEL.search(head), _BATCH.search(head)
         # lower case, so "ResNet50" from one benchmark and "resnet50" from another are one model
         model, batch = (m.group(1).lower() if m else "?"), (int(b.group(1)) if b else None)
         said = list(how)
-        if hvd.get("num_gpus"):
-            said.append(f"{world} GPUs from 'Total img/sec on N GPU(s)'")
+        device = (hvd.get("device") or "GPU").upper()
+        if hvd.get("ranks"):
+            said.append(f"{world} {_ranks_from(device, hvd['ranks_source'])}")
         if m:
             said.append(f"model {model} from 'Model:'")
         if b:
@@ -186,7 +187,7 @@ def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> li
             said.append("± is Horovod's '+-' (1.96 × std over its iterations)")
         s = Sample(label=path.name, state="parsed" if total else "no result", ok=bool(total),
                    framework="horovod", model=model, batch_size=batch, world_size=world,
-                   ranks_per_node=_layout(nodes, world), device="cuda", throughput=total,
+                   ranks_per_node=_layout(nodes, world), device="cpu" if device == "CPU" else "cuda", throughput=total,
                    # Horovod's benchmark prints +-1.96 sigma of its per-iteration rates: a 95% spread
                    throughput_ci95=err, step_time_s=(batch * world / total) if (total and batch and world) else None,
                    reason="" if total else "Horovod output without a 'Total img/sec on N GPU(s)' line "
@@ -213,10 +214,17 @@ def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> li
     return out
 
 
+def _ranks_from(device: str, source: str) -> str:
+    """What Horovod's rank count was read from (hpcbench.parse.horovod)."""
+    return {"total line": f"{device}s from 'Total img/sec on N {device}(s)'",
+            "number line": f"{device}s from 'Number of {device}s: N'"}.get(source, "ranks from the launcher's -np N")
+
+
 def _allreduce_row(r: dict[str, Any]) -> AllreduceRow:
-    wrong = r.get("oop_wrong")
+    side = "oop" if r.get("oop_busbw") is not None else "ip"  # rccl-tests may print in-place only
+    wrong = r.get(f"{side}_wrong")
     return AllreduceRow(size_bytes=int(r["size"]), count=int(r.get("count") or 0), dtype=str(r.get("type") or "?"),
-                        time_us=float(r["oop_time_us"]), algbw_gbps=float(r["oop_algbw"]),
-                        busbw_gbps=float(r["oop_busbw"]),
+                        time_us=float(r[f"{side}_time_us"]), algbw_gbps=float(r[f"{side}_algbw"]),
+                        busbw_gbps=float(r[f"{side}_busbw"]),
                         wrong=int(wrong) if isinstance(wrong, (int, float)) else -1)
 
