@@ -20,11 +20,12 @@ FACT_STARTS = (r"[NR]CCL version|Using |NET/|NET :|Bootstrap|Channel|Ring|Coll|c
 _FACT = re.compile(r"[ \t]*(?:" + FACT_STARTS + ")")
 USING_NETWORK = re.compile(r"Using (?:network|internal Network|external Network) (.+?)\s*$")
 IB_USING = re.compile(r"NET/IB ?: ?Using \[")
-# " [0]mlx5_0:1/IB", merged NICs " [0]={[0] mlx5_2:1/RoCE, ...}", 2.30.7 rails "mlx5_0:1:0:0/IB", 2.3 "[0] mlx5_0:1/IB"
-IB_DEVICE = re.compile(r"\[\d+\]\s?([\w.-]+):\d+(?::\d+)*/(IB|RoCE|UNSPECIFIED)")
+# " [0]mlx5_0:1/IB", merged NICs " [0]={[0] mlx5_2:1/RoCE, ...}", 2.30.7 rail and plane "mlx5_0:1:0:1/IB" or
+# "mlx5_0:1::1/IB" (plane only), 2.3 "[0] mlx5_0:1/IB"
+IB_DEVICE = re.compile(r"\[\d+\]\s?([\w.-]+):\d+(?::\d*)*/(IB|RoCE|UNSPECIFIED)")
 IB_NODEV = re.compile(r"NET/IB ?: ?No device found")
 SOCKET_USING = re.compile(r"NET/Socket ?: ?Using \[")
-IB_IFACE = re.compile(r"(?:^|[\s\]])(ib[\w.]*|ibp[\w.]*|ibs[\w.]*):\d")
+IB_IFACE = re.compile(r"(?:^|[\s\]])(ib[\w.]*|ibp[\w.]*|ibs[\w.]*)(?::\d| for sideband)")  # IPoIB OOB/sideband
 EDGE = re.compile(r"(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[^\]]*\])?(?: -> (\d+)(?:\[[^\]]*\])?)?"
                   r"(?: \[(send|receive)\])?\s+via\s+(.+?)\s*$")
 COLL_EDGE = re.compile(r"(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+)(?:\[[^\]]*\])? \[(send|receive)\]\s+via\s+(.+?)\s*$")
