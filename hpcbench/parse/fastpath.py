@@ -100,8 +100,9 @@ def _tags(tags: set[bytes]) -> bytes:
 
 
 def trie(words: set[bytes]) -> bytes:
-    """A regex for exactly ``words``, as a trie: the engine tries alternatives one by one, so a flat
-    alternation of 1024 host names costs 1024 tries per line, a trie one per character."""
+    """A regex for exactly ``words``, as a trie whose branches that end alike are one character class
+    ("gpu-node-0[0-9][0-9]"): the engine tries alternatives one by one, so a flat alternation of 1024 host
+    names costs 1024 tries per line, this about one per character."""
     root: dict = {}
     for w in words:
         node = root
@@ -110,7 +111,14 @@ def trie(words: set[bytes]) -> bytes:
         node[None] = {}
 
     def emit(node: dict) -> bytes:
-        alts = [b"" if c is None else re.escape(bytes([c])) + emit(sub) for c, sub in sorted(node.items(), key=str)]
+        tails: dict[bytes, list[int]] = {}
+        for c, sub in node.items():
+            if c is not None:
+                tails.setdefault(emit(sub), []).append(c)
+        alts = [(re.escape(bytes(cs)) if len(cs) == 1 else b"[" + b"".join(re.escape(bytes([c])) for c in sorted(cs)) + b"]")
+                + tail for tail, cs in sorted(tails.items())]
+        if None in node:
+            alts.append(b"")  # last: a longer name is tried first
         return alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
 
     return emit(root)
@@ -240,6 +248,8 @@ def _first_lines(buf: bytes, lo: int, hi: int, todo: set[bytes]) -> list[tuple[i
     """(start, line) of the first line holding each message, in file order."""
     spans = []
     wanted = set(todo)
+    if not wanted:
+        return []
     for m in MSG.finditer(buf, lo, hi):
         if m.group(1) in wanted:
             wanted.discard(m.group(1))
