@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import filterfalse
+from itertools import islice
 
 from hpcbench.parse.nccl import FACT_STARTS, INIT_MSG
 from hpcbench.parse.prefixes import HOST, MPI_TAG, continues
@@ -26,12 +26,12 @@ SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts aga
 OTHERS_MAX = 1 / 200  # lines handed on one by one per byte of span: past about half the lines the line path is as fast
 # The messages that can carry a fact, and WARNs; "NCCL " first, so the regex engine skips to each 'N' in
 # a tight loop.
-MSG = re.compile(rb"NCCL (?:INFO [ \t]*|(?=WARN ))((?:WARN |" + FACT_STARTS.encode() + rb")[^\n]*)")
+MSG = re.compile(rb"NCCL (?:INFO[ \t](?:" + FACT_STARTS.encode() + rb")|WARN[ \t])[^\n]*")
 # Init lines differ per communicator (comm pointer): their facts are nranks, read here, and the host of
 # their rank, read from the first line for each (rank, nranks), which is handed on. Run over the new
 # messages joined by newlines, so it has a literal prefix.
-_INIT = re.compile(rb"\n(" + INIT_MSG.encode() + rb"[^\n]*)")
-_WARN_KEY = re.compile(rb"NCCL (WARN [^\n]*)")
+_INIT = re.compile(rb"\n(NCCL INFO[ \t]" + INIT_MSG.encode() + rb"[^\n]*)")
+_WARN_KEY = re.compile(rb"NCCL WARN[ \t][^\n]*")
 # A line of a known host: optional launcher tag and ISO time stamp (clean() peels both alike), the host, a
 # colon and a digit. Its facts are its host (known) and its message, which MSG finds: any NCCL level and
 # prefix form is fine. (Lines before NCCL 2.3 have no "NCCL" tag, so a chunk of them is never
@@ -39,6 +39,7 @@ _WARN_KEY = re.compile(rb"NCCL (WARN [^\n]*)")
 _TS = rb"(?:[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:[.,][0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?[ \t]+)?"
 PLAIN = re.compile(rb"(?P<tag>\[[0-9]+(?:,[0-9]+)?\]<std(?:out|err)>:)?(?P<ts>" + _TS + rb")(?P<host>"
                    + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
+_HOST_LINE = re.compile(rb"\n(?:\[[0-9]+(?:,[0-9]+)?\]<std(?:out|err)>:)?" + _TS + rb"(" + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
 _UNSAFE = (b"\x1b", b"\r", b"\x00")  # the line path strips ANSI codes, CRs and NULs (prefixes.decode)
 
 
@@ -74,6 +75,17 @@ class Known:
             self._dirty = True
         if m["ts"] and not self.stamped:
             self.stamped = self._dirty = True
+
+    def newcomers(self, buf: bytes, lo: int, hi: int) -> list[tuple[int, int]]:
+        """(start, end) of the first line of each host of ``buf[lo:hi]`` not known yet, which it learns."""
+        out, new = [], set()
+        for m in _HOST_LINE.finditer(buf, lo, hi):
+            if m.group(1) not in self.hosts and m.group(1) not in new:
+                new.add(m.group(1))
+                end = buf.find(b"\n", m.end(), hi)
+                out.append((m.start() + 1, hi if end < 0 else end))
+                self.learn(buf[out[-1][0]:out[-1][1]])
+        return out
 
     def compiled(self) -> re.Pattern[bytes]:
         if self._dirty and self.hosts:
@@ -160,7 +172,7 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
 
 def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[bytes]) -> dict[bytes, int]:
     """Copies of each WARN among ``msgs`` that no line handed on holds: the line path counts every WARN."""
-    seen.warns |= {m for m in new if m.startswith(b"WARN ")}
+    seen.warns |= {m for m in new if m.startswith(b"NCCL WARN")}
     present = seen.warns.intersection(msgs) if seen.warns else None
     if not present:
         return {}
@@ -171,7 +183,7 @@ def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[by
             for k in _WARN_KEY.findall(line):
                 if k in left:
                     left[k] -= 1
-    return {k[5:]: n for k, n in left.items() if n > 0}
+    return {k[10:]: n for k, n in left.items() if n > 0}
 
 
 def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
@@ -187,16 +199,25 @@ def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
 
 def _others(buf: bytes, first: int, last: int, hi: int, known: Known) -> list[tuple[int, bytes, int]] | None:
     """(start, line, length of the line before it if that one is plain, else -1) for every line after the
-    first that is not a plain INFO line of a known host, and for the last line (the next span's first
-    line may continue it); None when they are too many for the fast path to pay, or one may be the rest
-    of a wrapped line."""
+    first that is not a plain line of a known host, and for the last line (the next span's first line may
+    continue it); None when they are too many for the fast path to pay, or one may be the rest of a
+    wrapped line. When they are too many because hosts are new (the first spans of a file), those hosts
+    are learned from the first line of each, which is handed on, and the lines are looked for again."""
     limit = int((last - first) * OTHERS_MAX)
+    found: list[tuple[int, int]] = []
+    for attempt in (0, 1):
+        lines = [(m.start() + 1, m.end()) for m in islice(known.compiled().finditer(buf, first, last), limit + 1)]
+        if len(lines) + len(found) <= limit:
+            break
+        if attempt:
+            return None
+        found = known.newcomers(buf, first, last)
     out: list[tuple[int, bytes, int]] = []
     prev_end = first  # the first line is read by the line path: a line after it is read as usual
-    for m in known.compiled().finditer(buf, first, last):
-        if not _add(buf, m.start() + 1, m.end(), prev_end, known, out) or len(out) > limit:
+    for start, end in sorted(set(lines + found)):
+        if not _add(buf, start, end, prev_end, known, out):
             return None
-        prev_end = m.end()
+        prev_end = end
     return out if _add(buf, last + 1, hi, prev_end, known, out) else None
 
 
@@ -220,7 +241,8 @@ def _fresh(buf: bytes, lo: int, hi: int, msgs: list[bytes], seen: Seen) -> tuple
     remembered: each is new); (start, line) of the first line of each other new message."""
     if seen.msgs.issuperset(msgs):  # C-level, and it stops at the first new message
         return set(), None, []
-    fresh = set(filterfalse(seen.msgs.__contains__, msgs))
+    fresh = set(msgs)
+    fresh -= seen.msgs
     nranks = None
     inits = _INIT.findall(b"\n" + b"\n".join(fresh))
     first = set()
@@ -251,8 +273,8 @@ def _first_lines(buf: bytes, lo: int, hi: int, todo: set[bytes]) -> list[tuple[i
     if not wanted:
         return []
     for m in MSG.finditer(buf, lo, hi):
-        if m.group(1) in wanted:
-            wanted.discard(m.group(1))
+        if m.group(0) in wanted:
+            wanted.discard(m.group(0))
             spans.append(_line_around(buf, lo, hi, m.start(), m.end()))
             if not wanted:
                 break

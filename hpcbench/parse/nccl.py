@@ -17,7 +17,7 @@ VERSION = re.compile(r"[NR]CCL version (?:: )?(\S+)")  # NCCL 1.x-2.30; RCCL "ve
 # path reads facts only from these, and the fast path hands on only these, so both read the same lines.
 FACT_STARTS = (r"[NR]CCL version|Using |NET/|NET :|Bootstrap|Channel|Ring|Coll|comm |ncclComm|\[Rank|Init timings|"
                r"rank [0-9]|NVLS|Connected|[0-9]")
-_FACT = re.compile(r"[ \t]*(?:" + FACT_STARTS + ")")
+_FACT = re.compile(FACT_STARTS)
 USING_NETWORK = re.compile(r"Using (?:network|internal Network|external Network) (.+?)\s*$")
 IB_USING = re.compile(r"NET/IB ?: ?Using \[")
 # " [0]mlx5_0:1/IB", merged NICs " [0]={[0] mlx5_2:1/RoCE, ...}", 2.30.7 rail and plane "mlx5_0:1:0:1/IB" or
@@ -36,7 +36,7 @@ NRANKS = re.compile(r"\brank (\d+) n[Rr]anks (\d+)")
 # on no more, so both paths read the same).
 INIT_MSG = (r"(?:(?:\[Rank [0-9]+\] )?(?:ncclComm[A-Za-z]* )?comm 0x[0-9a-fA-F]+ |Init timings(?: - [A-Za-z]+)?: )"
             r"rank ([0-9]+) n[Rr]anks ([0-9]+)(?![^ \n])")
-_INIT = re.compile(r"[ \t]*" + INIT_MSG)
+_INIT = re.compile(INIT_MSG)
 # NVLS is used once its graph has channels: a channel count above 0, or a line NCCL prints only then
 # (graph/connect.cc prints the heads and trees of the NVLS graph; nvls.cc the NVLS comm, its tuning and
 # the connected tree). "multicast support is available" says only that it could be.

@@ -49,8 +49,8 @@ _PREFIX_ANYWHERE = re.compile(r"(?<![\w.*>-])(" + HOST + ")" + _AFTER_HOST)
 _BEFORE_PREFIX = re.compile(r"(?:[\w.:-]+: |\[(\d+)\]\s+|\[[A-Za-z][\w-]*(?:\|(\d+))?\]:)(?=" + HOST + r":\d+:\d+ )")
 RANK_ONLY = re.compile(r"\[(\d+)\] (?=NCCL (?:INFO|WARN))")
 _IPV4 = re.compile(r"\d+\.\d+\.\d+\.\d+$")
-_MARK = re.compile(r"NCCL (INFO|WARN|TRACE|CALL|ABORT)\s?")
-_BARE_MARK = re.compile(r"(?:NCCL )?(INFO|WARN|TRACE|CALL|ABORT)\s?")  # after a host prefix only
+_MARK = re.compile(r"NCCL (INFO|WARN|TRACE|CALL|ABORT)(?:[ \t]|$)")
+_BARE_MARK = re.compile(r"(?:NCCL )?(INFO|WARN|TRACE|CALL|ABORT)(?:[ \t]|$)")  # after a host prefix only
 
 
 @dataclass
