@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from hpcbench.parse.prefixes import Line
+from hpcbench.vocab import LINK_LAYERS, NET_IB, NET_ROCE, NET_SOCKET
 
 VERSION = re.compile(r"[NR]CCL version (?:: )?(\S+)")  # NCCL 1.x-2.30; RCCL "version X" and "version : X"
 # The INFO messages that can carry a fact, by how they start (catalogue.json names the shapes). The line
@@ -226,20 +227,20 @@ class NcclState:
         plugin's own name (IBext_v8, AWS Libfabric, ...); and whether a selection line or only the
         transport lines show it."""
         name, source = self._selected()
-        if name == "IB" and self._link_layers() == ["RoCE"]:
-            name = "RoCE"
+        if name == NET_IB and self._link_layers() == [NET_ROCE]:
+            name = NET_ROCE
         return name, source
 
     def _link_layers(self) -> list[str]:
-        return sorted(self.link_layers & {"IB", "RoCE"})
+        return sorted(self.link_layers & set(LINK_LAYERS))
 
     def _selected(self) -> tuple[str | None, str | None]:
         if self.net_selected:
             return self.net_selected, "selection_line"
         if self.ib_using and not self.ib_failed:
-            return "IB", "selection_line"
+            return NET_IB, "selection_line"
         if self.ib_failed and self.socket_using:
-            return "Socket", "selection_line"
+            return NET_SOCKET, "selection_line"
         if self.net_counts:
             return max(self.net_counts, key=lambda k: self.net_counts[k]), "transport_lines"
         return None, None
