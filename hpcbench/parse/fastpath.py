@@ -149,7 +149,7 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         return None
     first = buf.find(b"\n", lo, hi)
     last = buf.rfind(b"\n", lo, hi)
-    if first < 0 or first == last or not buf[lo:hi].isascii():
+    if first < 0 or first == last or not (buf.isascii() or buf[lo:hi].isascii()):  # the whole buffer: no copy
         return None
     # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
     others = _others(buf, first, last, hi, known)
