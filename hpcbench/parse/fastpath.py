@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import filterfalse, islice
 
 from hpcbench.parse.nccl import FACT_STARTS, INIT_MSG
 from hpcbench.parse.prefixes import HOST, MPI_TAG, continues
@@ -241,8 +241,7 @@ def _fresh(buf: bytes, lo: int, hi: int, msgs: list[bytes], seen: Seen) -> tuple
     remembered: each is new); (start, line) of the first line of each other new message."""
     if seen.msgs.issuperset(msgs):  # C-level, and it stops at the first new message
         return set(), None, []
-    fresh = set(msgs)
-    fresh -= seen.msgs
+    fresh = set(filterfalse(seen.msgs.__contains__, msgs))  # only the new ones go into a set
     nranks = None
     inits = _INIT.findall(b"\n" + b"\n".join(fresh))
     first = set()
