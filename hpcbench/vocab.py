@@ -59,6 +59,10 @@ MODELS: dict[str, ModelInfo] = {
 # One sample of each real data set, as the models above take it.
 DATASET_SHAPES: dict[str, tuple[int, ...]] = {"mnist": (1, 28, 28), "cifar10": (3, 32, 32)}
 
+# --- the networks NCCL uses, as hpcbench.parse names them (a plugin keeps its own name), and IB link layers ---
+NET_IB, NET_ROCE, NET_SOCKET = "IB", "RoCE", "Socket"
+LINK_LAYERS = (NET_IB, NET_ROCE)
+
 # --- point states: Slurm's own words, plus four of hpcbench's for what Slurm cannot know ------------------
 COMPLETED, FAILED, TIMEOUT, CANCELLED = "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"
 NODE_FAIL, OUT_OF_MEMORY, PENDING, RUNNING = "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "RUNNING"

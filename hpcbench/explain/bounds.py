@@ -48,7 +48,8 @@ def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[An
         from hpcbench.parse import parse_file
 
         tests = parse_file(allreduce_file).get("nccl_tests") or {}
-        curve = {int(r["size"]): float(r["oop_time_us"]) for r in tests.get("rows") or [] if r.get("oop_time_us")}
+        curve = {int(r["size"]): float(r.get("oop_time_us") or r["ip_time_us"]) for r in tests.get("rows") or []
+                 if r.get("oop_time_us") or r.get("ip_time_us")}  # rccl-tests may print in-place only
         f = model.fit(curve, Path(allreduce_file).name)
         if f is None:
             from hpcbench.errors import ConfigError

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpcbench.findings import Finding
-from hpcbench.vocab import ERROR, INFO, WARNING
+from hpcbench.vocab import ERROR, INFO, NET_SOCKET, WARNING
 
 HINT_SOCKET = "check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE (and that the IB plugin/rdma-core load)"
 HINT_SHM = "P2P was not used inside the node: NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set? ACS or IOMMU on (check nvidia-smi topo -m)?"
@@ -59,7 +59,7 @@ def check_parsed(parsed: dict[str, Any], provenance: list[dict] | None = None, *
                            f"{len(socket_inter)} inter-node edges use NET/Socket (e.g. channel {e['channel']} "
                            f"{e['src']} -> {e['dst']}) while an InfiniBand device is visible {where_ib}",
                            HINT_SOCKET, subject=name))
-    elif where_ib and not edges and nccl.get("network") == "Socket" and len(nccl.get("hosts") or []) > 1:
+    elif where_ib and not edges and nccl.get("network") == NET_SOCKET and len(nccl.get("hosts") or []) > 1:
         out.append(Finding(ERROR, "socket-with-ib",
                            f"NCCL chose the Socket network across {len(nccl['hosts'])} hosts while an InfiniBand "
                            f"device is visible {where_ib}", HINT_SOCKET, subject=name))
