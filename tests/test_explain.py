@@ -315,3 +315,18 @@ def test_load_before_the_steps_and_gpu_numa_pairing(tmp_path):
     assert "gpu-numa" not in found("cpu", gpu_numa_ok=None, gpu_numa_detail="device is cpu")
     unknown = found("unknown", device="cuda", gpu_numa_ok=None, gpu_numa_detail="GPU 0: NUMA node unknown")
     assert unknown["gpu-numa"].severity == "info" and "not known: GPU 0: NUMA node unknown" in unknown["gpu-numa"].claim
+
+
+def test_real_logs_roce_apart_from_ib_and_ib_disabled():
+    roce = "nccl_roce-i40iw-netib-nogdr_68.log"  # NET/IB transport lines, over RoCE ports
+    found = rules_of(LOGS / roce)[roce]
+    assert found["network"].claim == "inter-node: NET/IB over RoCE (mlx5_0, mlx5_1, ...), GPUDirect RDMA on 0/3 edges"
+    assert "ib-without-gdrdma" in found and "/RoCE" in found["network"].evidence
+    ib = "nccl_old23-ib_06.log"  # InfiniBand link layer: not called RoCE, and no "IB over IB"
+    assert rules_of(LOGS / ib)[ib]["network"].claim == "inter-node: NET/IB (mlx5_0, ib0)"
+    off = "nccl_socket-ibdisable1-ibextv8plugin-hexhost_67.log"
+    env = rules_of(LOGS / off)[off]["nccl-env"]
+    assert env.claim.startswith("NCCL_IB_DISABLE=1 is set: NCCL falls back to TCP sockets")
+    assert env.evidence.startswith(f"{off}:1: ") and "NCCL_IB_DISABLE set by environment to 1" in env.evidence
+    on = "nccl_ib-ibdisable0-env-ibhca_53.log"  # NCCL_IB_DISABLE=0: IB stays on, nothing to say
+    assert "nccl-env" not in rules_of(LOGS / on)[on]

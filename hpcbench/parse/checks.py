@@ -98,13 +98,14 @@ def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None) -> str
         intra = sorted({e["transport"] for e in edges if e.get("transport")}) or nccl.get("transports") or []
         text = f"one host: {', '.join(intra)}" if intra else "no transport lines"
         text += " (NVLS)" if nccl.get("nvls_used") else ""
-        return text + (f"; network {network}{f' over {layer}' if layer else ''} selected" if network else "")
+        over = f" over {layer}" if layer and layer != network else ""  # not "RoCE over RoCE"
+        return text + (f"; network {network}{over} selected" if network else "")
     net = sorted({e["transport"].removesuffix("/GDRDMA") for e in inter if e.get("transport")})
     if not net:  # no edge lines: the selection line says which network
         net = [f"NET/{network}"] if network else ["network not shown"]
     text = f"inter-node: {', '.join(net)}"
     if any(t.startswith("NET/IB") for t in net) or network == "IB":
-        over = f" over {layer}" if layer else ""
+        over = f" over {layer}" if layer and f"NET/{layer}" not in net else ""
         text += f"{over} ({', '.join(devices[:2])}{', ...' if len(devices) > 2 else ''})" if devices else over
         gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
         if inter:
