@@ -24,7 +24,7 @@ from hpcbench.rundir import PointPaths, atomic_write_json, utcnow
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import MODELS
 from hpcbench.workloads import frameworks, gpumon, provenance
-from hpcbench.workloads.common import rank_info, rank_main, require, versions
+from hpcbench.workloads.common import params_seen, rank_info, rank_main, require, versions
 from hpcbench.workloads.config import TrainConfig
 from hpcbench.workloads.data import batches
 from hpcbench.workloads.distenv import DistEnv
@@ -202,7 +202,7 @@ def _record(cfg: TrainConfig, env: DistEnv, fw: Any, m: Measured, started: str, 
         timeline=paths.timeline.name if timeline and paths.timeline.exists() else None,
         affinity_ok=affinity_ok, affinity_detail=affinity_detail,
         provenance=[paths.provenance(d["rank"]).name for d in sorted(m.provs, key=lambda d: d["rank"])],
-        params=cfg.params(),
+        params=params_seen(cfg),
     )
 
 
