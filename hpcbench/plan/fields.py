@@ -136,7 +136,11 @@ def names(*roles: str) -> tuple[str, ...]:
 
 SERIES = names("series")  # what a curve is of: same values, same curve
 LAYOUT = names("layout")  # where on the curve
-POINT_KEY = (*SERIES, *LAYOUT)  # one point of a study, over its repeats
+POINT_KEY = (*SERIES, *LAYOUT)  # what a point measures: --compare matches points on these (and on what varies)
+# Every parameter but the repeat: points that differ in any (steps, lr, ...) are never repeats of one another,
+# nor on one curve (with the point's env and [slurm] axes, report/aggregate.point_key and baseline.series_key).
+MEASURED = names("series", "layout", "procedure")
+CURVE = names("series", "procedure")
 
 
 def id_params(values: dict[str, Any]) -> dict[str, Any]:
