@@ -7,6 +7,7 @@ import csv
 from dataclasses import replace
 
 import pytest
+from conftest import DATA
 from report_helpers import make_run, point, record
 
 import hpcbench
@@ -75,6 +76,14 @@ def test_records_csv_and_the_api_have_a_column_per_env_axis(tmp_path):
     # the end-of-sweep table: a column for what varies
     text, _ = summarize(rd)
     assert text.splitlines()[0].split()[:4] == ["framework", "backend", "model", "env.NCCL_IB_DISABLE"]
+
+
+def test_a_foreign_log_beside_a_run_adds_no_noise_to_the_names(tmp_path):
+    """A log does not know its steps or lr: that is no difference to name; its GPUs and a run's env axis are."""
+    rep = build([ib_vs_tcp(tmp_path).root, DATA / "logs" / "horovod_1.log"])
+    runs = [a for a in rep.aggs if a.point_id]
+    assert sorted(a.apart for a in runs) == ["device=cpu, NCCL_IB_DISABLE=0"] * 2 + ["device=cpu, NCCL_IB_DISABLE=1"] * 2
+    assert [a.apart for a in rep.aggs if not a.point_id] == ["device=cuda"]
 
 
 def test_points_that_differ_only_in_steps_are_not_repeats(tmp_path):

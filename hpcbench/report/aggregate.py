@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpcbench.plan.fields import MEASURED, NAMES
-from hpcbench.report.samples import ENV_COLUMN, Sample, axis_values
+from hpcbench.plan.fields import BY_NAME, MEASURED, NAMES
+from hpcbench.report.samples import ENV_COLUMN, OTHERS, Sample, axis_values
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import NOT_MEASURED
 
@@ -193,10 +193,16 @@ def aggregate(samples: list[Sample]) -> list[Agg]:
 
 
 def varying(points: list[Any]) -> list[str]:
-    """The keys of samples.axis_values whose values differ among ``points``, in declaration order."""
+    """The keys of samples.axis_values whose values differ among ``points``, in declaration order. A parameter a
+    point does not know (a foreign log's steps) differs from nothing; an env or [slurm] axis a point does not
+    have differs from one it has."""
     values = [axis_values(a) for a in points]
     keys = list(dict.fromkeys(k for v in values for k in v))
-    return [k for k in keys if len({repr(v.get(k)) for v in values}) > 1]
+    return [k for k in keys if len({repr(v.get(k)) for v in values if _known(k, v.get(k))}) > 1]
+
+
+def _known(key: str, value: Any) -> bool:
+    return key not in OTHERS or (value is not None and value != BY_NAME[key].unknown)
 
 
 def shown(key: str, value: Any) -> str:
