@@ -321,6 +321,16 @@ def test_pack_passes_env_per_step_and_refuses_per_point_settings(tmp_path):
         render_pack(spec, RunDir.create(tmp_path / "run2", "", "x", expand(spec)), 1, expand(spec), "/py")
 
 
+def test_the_readme_sweep_example_plans():
+    from conftest import REPO
+
+    text = (REPO / "README.md").read_text()
+    start = text.index("```toml\n", text.index("## Sweep files")) + len("```toml\n")
+    points = plan(text[start:text.index("```", start)])
+    assert {dict(p.job)["time"] for p in points} == {"00:10:00", "00:20:00", "00:40:00"}
+    assert {dict(p.env)["NCCL_ALGO"] for p in points} == {"Ring", "Tree"} and len(points) == 4 * 3 * 3 * 2 - 2 * 2
+
+
 def test_shipped_ib_vs_tcp_plans():
     from conftest import REPO
 
