@@ -238,6 +238,19 @@ def test_a_sweep_without_new_axes_keeps_every_id_label_and_plan_entry():
     assert not {"env", "slurm", "job"} & set(points[0].to_dict())  # plan.json as before
 
 
+def test_a_time_limit_lengthened_in_the_sweep_copy_applies_to_the_next_submission():
+    from hpcbench.plan.expand import current_jobs
+
+    first = plan('[[zip]]\nnodes = [1, 2]\ntime = ["00:05:00", "00:10:00"]\n')
+    spec = parse('[[zip]]\nnodes = [1, 2]\ntime = ["00:05:00", "01:00:00"]\n', PATH)
+    now = current_jobs(spec, first)
+    assert [p.id for p in now] == [p.id for p in first] and [p.job for p in now] == [
+        (("time", "00:05:00"),), (("time", "01:00:00"),)]
+    assert now[0] is first[0]  # unchanged points are not copied
+    unzipped = current_jobs(parse("[matrix]\nnodes = [1, 2]\n", PATH), first)
+    assert [p.job for p in unzipped] == [(), ()] and [p.id for p in unzipped] == [p.id for p in first]
+
+
 def test_ids_differ_per_axis_value_and_the_same_value_keeps_its_id():
     a = plan("[matrix]\ncpus_per_task = [1, 2]\n")
     b = plan("[matrix]\ncpus_per_task = [2, 4]\n")

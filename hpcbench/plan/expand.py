@@ -161,6 +161,16 @@ def expand(spec: SweepSpec) -> list[Point]:
     return points
 
 
+def current_jobs(spec: SweepSpec, points: list[Point]) -> list[Point]:
+    """``points`` (of plan.json) with the scheduler settings their sweep gives them now: a time limit zipped
+    with nodes and then lengthened in a run's sweep copy applies to what is submitted next, as an edited
+    [slurm] time does. Such settings never change an id, so the points are the same ones."""
+    if not any(k in JOB_SETTINGS for keys, _ in spec.matrix.zips for k in keys):
+        return [replace(p, job=()) if p.job else p for p in points]
+    now = {p.id: p.job for p in expand(spec)}
+    return [replace(p, job=now[p.id]) if now.get(p.id, p.job) != p.job else p for p in points]
+
+
 def _resolve(spec: SweepSpec, values: dict[str, Any]) -> dict[str, Any]:
     """Every parameter of one matrix cell: counts completed, the per-rank batch, and the rules checked.
 
