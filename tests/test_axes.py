@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -309,6 +310,39 @@ def test_the_local_backend_gives_each_point_its_env_and_cpus():
     [env] = rank_environments(spec, replace(p, nodes=1), "local1")
     assert (env["NCCL_ALGO"], env["SAFE"], env["HPCBENCH_ENV_AXES"]) == ("two\nlines", "first", "NCCL_ALGO")
     assert env["OMP_NUM_THREADS"] == env["SLURM_CPUS_PER_TASK"] == "2"
+
+
+def test_submitit_gets_each_points_settings_and_env(tmp_path, monkeypatch):
+    """submitit's executor is given the point's own cpus, time and exports (a stand-in records them)."""
+    import sys
+    import types
+
+    from hpcbench.submit.backends.submitit import SubmititBackend
+
+    given: list[dict[str, object]] = []
+
+    class Executor:
+        def __init__(self, **kw: object) -> None:
+            pass
+
+        def update_parameters(self, **kw: object) -> None:
+            given.append(kw)
+
+        def submit(self, *args: object) -> object:
+            return types.SimpleNamespace(job_id="7")
+
+    monkeypatch.setitem(sys.modules, "submitit", types.SimpleNamespace(SlurmExecutor=Executor))
+    spec = parse(HOSTILE, PATH)
+    points = expand(spec)
+    for p in points:
+        SubmititBackend().submit(spec, p, PointPaths(tmp_path / p.dirname), "/py")
+    for p, kw in zip(points, given):
+        assert (kw["cpus_per_task"], kw["time"]) == (dict(p.slurm)["cpus_per_task"], {1: 5, 2: 60}[p.nodes])
+        exports = "\n".join(kw["setup"])
+        assert exports.index("export SAFE=first") < exports.index("export NCCL_ALGO=")
+        assert f"export NCCL_ALGO={shlex.quote(dict(p.env)['NCCL_ALGO'])}" in exports
+    with pytest.raises(ConfigError, match=r"x.toml: matrix.launcher: 'mpirun' cannot be used with --backend submitit"):
+        SubmititBackend().check(parse('[matrix]\nlauncher = ["srun", "mpirun"]\n', PATH))
 
 
 def test_cluster_limits_read_each_points_time_and_cpus():
