@@ -3,8 +3,9 @@
     import hpcbench
     df = hpcbench.load("runs/scaling-20261122T101500Z")   # one row per point x repeat
 
-Every declared measurement parameter (plan/fields.py) is a column, next to the state, the reason
-and the measured figures (the columns of records.csv).
+Every declared measurement parameter (plan/fields.py) is a column, and so is each environment variable
+(env.NAME) and [slurm] setting a sweep varies, next to the state, the reason and the measured figures
+(the columns of records.csv).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any
 def _frame(samples: Iterable[Any]) -> Any:
     import pandas as pd
 
-    from hpcbench.report.samples import TIDY_COLUMNS, tidy_row
+    from hpcbench.report.samples import tidy_columns, tidy_row
 
-    return pd.DataFrame([tidy_row(s) for s in samples], columns=list(TIDY_COLUMNS))
+    samples = list(samples)
+    return pd.DataFrame([tidy_row(s) for s in samples], columns=list(tidy_columns(samples)))
 
 
 def load(*paths: str | Path, cluster: str | None = None) -> Any:

@@ -21,6 +21,9 @@ DATA = ("synthetic", "mnist", "cifar10")
 SCALING = ("weak", "strong")
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 NO_FRAMEWORK = "none"  # one process, no communication library: the ideal baseline
+# Exported in a job whose point varies environment variables ([matrix.env]): their names, so that the ranks
+# record the values they saw.
+ENV_AXES_VAR = "HPCBENCH_ENV_AXES"
 
 # Sweep backend -> the torch.distributed backend name, and -> Horovod's (controller, CPU tensor operations).
 TORCH_BACKEND = {"gloo": "gloo", "nccl": "nccl", "mpi": "mpi", "oneccl": "ccl", "ucc": "ucc"}

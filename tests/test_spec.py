@@ -31,7 +31,7 @@ def test_unknown_key_lists_valid_keys_and_suggests():
 
 
 def test_unknown_section_and_matrix_axis():
-    assert "unknown key (valid keys: cluster, exclude, matrix, slurm, sweep, workload)" in err("[slurmm]\n")
+    assert "unknown key (valid keys: cluster, exclude, matrix, slurm, sweep, workload, zip)" in err("[slurmm]\n")
     assert "matrix.gpus: unknown key" in err("[matrix]\ngpus = [1]\n")
 
 

@@ -39,7 +39,8 @@ def _plt() -> Any:
 def series_name(a: Agg) -> str:
     net = network(a)
     where = a.cluster or ", ".join(a.hosts) or "hosts not shown"
-    return f"{what(a)} ({scaling_label(a)}) on {where}" + (f", {net}" if net else "")
+    return f"{what(a)} ({scaling_label(a)}) on {where}" + (f", {net}" if net else "") + (f", {a.apart}" if a.apart
+                                                                                          else "")
 
 
 def _series(aggs: list[Agg]) -> dict[str, list[Agg]]:

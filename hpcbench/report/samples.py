@@ -66,6 +66,8 @@ class _Measured:
     record: ResultRecord | None = None  # the result record itself, for the evidence the explain rules read
     speedup: float | None = None  # filled by baseline.apply
     efficiency: float | None = None
+    env: tuple[tuple[str, str], ...] = ()  # the point's environment variables that are axes ([matrix.env])
+    slurm: tuple[tuple[str, Any], ...] = ()  # the point's measured [slurm] settings that are axes (cpus_per_task, ...)
 
     @property
     def layout(self) -> str:
@@ -100,6 +102,28 @@ TIDY_COLUMNS = tuple(dict.fromkeys((
 )))
 
 
+# What a point's usual name says (framework-backend, model, layout, the batch in its scaling label); the other
+# parameters, and its env and [slurm] axes, tell points apart where they vary (names.py says them).
+NAMED = ("framework", "backend", "model", "nodes", "ranks_per_node", "gpus_per_node", "kind", "scaling",
+         "batch_size", "global_batch_size", "repeat")
+OTHERS = tuple(n for n in NAMES if n not in NAMED)
+ENV_COLUMN = "env."  # records.csv: one column env.NAME per environment variable that is an axis
+
+
+def axis_values(s: Any) -> dict[str, Any]:
+    """The values beyond a point's name: the other parameters, env.NAME of its env axes, its [slurm] axes."""
+    d = {n: getattr(s, n) for n in OTHERS}
+    d.update((f"{ENV_COLUMN}{k}", v) for k, v in s.env)
+    d.update(s.slurm)
+    return d
+
+
+def tidy_columns(samples: Any) -> tuple[str, ...]:
+    """records.csv's columns: TIDY_COLUMNS, then one per env or [slurm] axis that any sample has."""
+    extra = {f"{ENV_COLUMN}{k}" for s in samples for k, _ in s.env} | {k for s in samples for k, _ in s.slurm}
+    return (*TIDY_COLUMNS, *sorted(extra - set(TIDY_COLUMNS)))
+
+
 def _ms(v: float | None) -> float | None:
     return None if v is None else v * 1e3
 
@@ -114,7 +138,10 @@ def tidy_row(s: Any) -> dict[str, Any]:
              comm_time_ms=_ms(s.comm_time_s), compute_time_ms=_ms(s.compute_time_s),
              compute_time_ci95_ms=_ms(s.compute_time_ci95_s), input_time_ms=_ms(s.input_time_s),
              throughput_per_rank=(s.throughput / s.world_size if s.throughput and s.world_size else None))
-    return {c: d.get(c) for c in TIDY_COLUMNS}
+    row = {c: d.get(c) for c in TIDY_COLUMNS}
+    row.update((f"{ENV_COLUMN}{k}", v) for k, v in s.env)
+    row.update(s.slurm)
+    return row
 
 
 def record_params(rec: ResultRecord) -> dict[str, Any]:
@@ -155,6 +182,8 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
         "rank_compute_s": list(rec.rank_compute_s), "rank_input_s": list(rec.rank_input_s),
         "rank_nodes": [r.slurm_node or r.hostname for r in sorted(rec.ranks, key=lambda r: r.rank)],
         "node_load": list(rec.node_load),
+        # the variables the ranks saw, where the point varied some (the plan's values, given in extra, win)
+        "env": tuple(sorted((rec.params.get("env") or {}).items())),
     }
     kw.update(extra)
     return Sample(**kw)

@@ -29,7 +29,7 @@ from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.rundir import PointPaths
 from hpcbench.workloads import affinity, frameworks, placement, provenance
-from hpcbench.workloads.common import rank_info, rank_main, require, versions
+from hpcbench.workloads.common import params_seen, rank_info, rank_main, require, versions
 from hpcbench.workloads.config import AllreduceConfig
 from hpcbench.workloads.distenv import DistEnv
 
@@ -251,7 +251,7 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
         throughput_per_rank=top.busbw_gbps / env.world_size, ranks=[g[0] for g in gathered], started_at=started,
         finished_at=utcnow(), job_id=env.job_id, measurement=f"{comm.describe}; {MEASUREMENT}", versions=versions(), kind="allreduce",
         allreduce=ar, affinity_ok=ok, affinity_detail=detail, gpu_numa_ok=gpu_numa_ok, gpu_numa_detail=gpu_numa_detail,
-        provenance=[PointPaths(Path(cfg.out)).provenance(g[0].rank).name for g in gathered], params=cfg.params(),
+        provenance=[PointPaths(Path(cfg.out)).provenance(g[0].rank).name for g in gathered], params=params_seen(cfg),
     )
     atomic_write_json(paths.result, rec.to_dict())
     return rec

@@ -19,7 +19,7 @@ from hpcbench.errors import BackendUnavailable
 from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import ErrorRecord, RankInfo
 from hpcbench.rundir import PointPaths
-from hpcbench.vocab import TORCH_BACKEND
+from hpcbench.vocab import ENV_AXES_VAR, TORCH_BACKEND
 from hpcbench.workloads.distenv import DistEnv, from_environ
 
 
@@ -56,6 +56,16 @@ def init_process_group(backend: str, env: DistEnv, timeout_s: int) -> None:
         init_method=f"tcp://{env.master_addr}:{env.master_port}",
         rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=timeout_s),
     )
+
+
+def params_seen(cfg: Any) -> dict[str, Any]:
+    """What a record keeps of its parameters: the rank config's, and, when the point varies environment
+    variables ([matrix.env]), those variables as this rank saw them (under "env")."""
+    params: dict[str, Any] = cfg.params()
+    names = os.environ.get(ENV_AXES_VAR, "").split()
+    if names:
+        params["env"] = {name: os.environ.get(name) for name in names}
+    return params
 
 
 def rank_info(env: DistEnv) -> RankInfo:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench import proc, records
+from hpcbench.vocab import ENV_AXES_VAR
 from hpcbench.workloads.affinity import CpuTopology, check_affinity, read_sys
 
 ENV_PREFIXES = ("NCCL_", "HOROVOD_", "SLURM_", "CCL_", "OMPI_MCA_hwloc", "OMPI_MCA_rmaps")
@@ -182,6 +183,12 @@ def _git_commit() -> str:
     return _run(["git", "-C", str(repo), "rev-parse", "HEAD"]).strip()
 
 
+def _env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables that shape communication, and those the point varies ([matrix.env], named in ENV_AXES_VAR)."""
+    axes = {ENV_AXES_VAR, *environ.get(ENV_AXES_VAR, "").split()}
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES or k in axes}
+
+
 def _probe(unavailable: dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
     try:
         return fn()
@@ -219,7 +226,7 @@ def collect(rank: int = 0, local_rank: int = 0, *, environ: Mapping[str, str] | 
         "nics": _probe(un, "nics", lambda: _nics(sys_root)) or [],
         "infiniband": {"devices": _probe(un, "infiniband", lambda: ib_devices(sys_root)) or []},
         "topology": _probe(un, "topology", lambda: _run(["nvidia-smi", "topo", "-m"])) if want_topo else None,
-        "env": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES},
+        "env": _env(environ),
         "git_commit": _probe(un, "git_commit", _git_commit),
         "unavailable": un,
     }

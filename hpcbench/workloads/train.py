@@ -25,7 +25,7 @@ from hpcbench.rundir import PointPaths
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import MODELS
 from hpcbench.workloads import affinity, frameworks, gpumon, placement, provenance
-from hpcbench.workloads.common import rank_info, rank_main, require, versions
+from hpcbench.workloads.common import params_seen, rank_info, rank_main, require, versions
 from hpcbench.workloads.config import TrainConfig
 from hpcbench.workloads.data import batches
 from hpcbench.workloads.distenv import DistEnv
@@ -175,7 +175,7 @@ def _record(cfg: TrainConfig, env: DistEnv, fw: Any, m: Measured, started: str, 
         timeline=paths.timeline.name if timeline and paths.timeline.exists() else None,
         affinity_ok=affinity_ok, affinity_detail=affinity_detail,
         provenance=[paths.provenance(d["rank"]).name for d in sorted(m.provs, key=lambda d: d["rank"])],
-        params=cfg.params(), input_times_s=m.inputs, input_time_s=input_time,
+        params=params_seen(cfg), input_times_s=m.inputs, input_time_s=input_time,
         input_fraction=None if input_time is None else input_time / mean, rank_step_s=m.rank_step,
         rank_compute_s=m.rank_compute, rank_input_s=m.rank_input, node_load=m.loads, gpu_numa_ok=gpu_numa_ok,
         gpu_numa_detail=gpu_numa_detail,
