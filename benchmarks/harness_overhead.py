@@ -116,17 +116,17 @@ def bookkeeping_us(n: int = 100_000) -> float:
 
     from hpcbench.workloads.data import batches
     from hpcbench.workloads.models import MODELS
-    from hpcbench.workloads.train import _timed_steps
+    from hpcbench.workloads.steps import timed_steps
 
     data = batches("synthetic", None, MODELS["mnist_cnn"], 1, 0, 1, "cpu")
     next(data)  # the generator imports torch and makes its batch on the first call: not a per-step cost
     t0 = time.perf_counter()
-    _timed_steps(0, n, lambda: next(data), lambda: None)
+    timed_steps(0, n, lambda: next(data), lambda: None)
     return (time.perf_counter() - t0) / n * 1e6
 
 
 def in_process(args: argparse.Namespace, block: int = 10) -> tuple[float, float, float]:
-    """The workload's own timed loop (``_timed_steps`` around ``train_step``, GPU sampler included)
+    """The workload's own timed loop (``timed_steps`` around ``train_step``, GPU sampler included)
     against a bare loop, in this one process, on the same model and optimizer, alternating blocks of
     ``block`` steps A B B A ... so that the machine's drift (+-15% over seconds here) hits both alike.
     Returns (throughput the workload would report, bare throughput, the workload's block-wall throughput,
@@ -138,7 +138,7 @@ def in_process(args: argparse.Namespace, block: int = 10) -> tuple[float, float,
     from hpcbench.workloads.data import batches
     from hpcbench.workloads.gpumon import GpuSampler
     from hpcbench.workloads.models import MODELS, build_model
-    from hpcbench.workloads.train import _timed_steps, train_step
+    from hpcbench.workloads.steps import timed_steps, train_step
 
     torch.set_num_threads(args.threads)
     info = MODELS[args.model]
@@ -167,7 +167,7 @@ def in_process(args: argparse.Namespace, block: int = 10) -> tuple[float, float,
         for which in ((True, False) if first_hpc else (False, True)):
             t0 = time.perf_counter()
             if which:
-                times = _timed_steps(0, block, hpc, lambda: None, GpuSampler(False, 0))
+                times = timed_steps(0, block, hpc, lambda: None, GpuSampler(False, 0))
                 hpc_wall += time.perf_counter() - t0
                 step_times += times
             else:

@@ -105,7 +105,7 @@ def report(runs: list[Path]) -> None:
         err = (pred.step_s - p.step_time_s) / p.step_time_s
         errors.append(abs(err))
         rows.append((p.label, f"{p.step_time_s * 1e3:.1f}", f"{pred.step_s * 1e3:.1f}",
-                     f"{p.compute_time_s * 1e3:.1f}", f"{pred.comm_s * 1e3:.2f}", f"{err:+.0%}"))
+                     f"{pred.compute_s * 1e3:.1f}", f"{pred.comm_s * 1e3:.2f}", f"{err:+.0%}"))
     head = ("point", "measured ms", "model ms", "compute ms", "allreduce ms", "error")
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:

@@ -4,7 +4,9 @@
 
 1. plan + render: expand a 10,000-point sweep and render every job script, in one process (wall and
    CPU seconds: on a shared machine the CPU figure is the one that does not depend on the neighbours),
-   and the whole `hpcbench plan` command, files included, as a fresh process.
+   and the whole `hpcbench plan` command, files included, as a fresh process. Then the same 10,000
+   points over three extra axes (steps, cpus_per_task and [matrix.env] NCCL_IB_DISABLE, 2 values each,
+   crossed with batch_size), reading the sweep file included: the goal is under 1 s.
 2. submit: `hpcbench sweep` of 200 points to the local Slurm against 200 bare `sbatch --wrap` calls
    from a shell loop, in the same run. Every job is submitted with --hold, so none ever runs or
    clogs the shared queue; exactly those job ids are cancelled afterwards.
@@ -27,12 +29,22 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def sweep_file(folder: Path, points: int, extra: str = "") -> Path:
+# Three extra axes of two values each: steps (a parameter), cpus_per_task (a measured [slurm] setting) and an
+# environment variable; batch_size makes up the rest of the points.
+AXES3 = '''steps = [2, 4]
+cpus_per_task = [1, 2]
+[matrix.env]
+NCCL_IB_DISABLE = ["0", "1"]
+'''
+
+
+def sweep_file(folder: Path, points: int, extra: str = "", axes: str = "", combos: int = 1) -> Path:
+    """A sweep of ``points`` points: batch_size times the ``combos`` combinations of the other ``axes``."""
     folder.mkdir(parents=True, exist_ok=True)
-    sizes = ", ".join(str(i + 1) for i in range(points))
-    path = folder / f"bench{points}.toml"
+    sizes = ", ".join(str(i + 1) for i in range(points // combos))
+    path = folder / f"bench{points}{'-axes' if axes else ''}.toml"
     path.write_text(f"[sweep]\nname = \"bench\"\n[slurm]\ntime = \"2\"\n{extra}\n[workload]\nsteps = 2\n"
-                    f"[matrix]\nbatch_size = [{sizes}]\n")
+                    f"[matrix]\nbatch_size = [{sizes}]\n{axes}")
     return path
 
 
@@ -62,6 +74,16 @@ def bench_plan(tmp: Path, n: int) -> None:
     secs, _ = cli("plan", str(spec.path), "--run-dir", str(tmp / "plan"))
     scripts = sum(1 for _ in (tmp / "plan" / "points").glob("*/job.sh"))
     print(f"hpcbench plan, fresh process, {scripts} job scripts written: {secs:.2f} s wall")
+    path = sweep_file(tmp, n, axes=AXES3, combos=8)
+    c0, t0 = time.process_time(), time.perf_counter()
+    spec = load(path)
+    points = expand(spec)
+    for p in points:
+        render_job(spec, p, PointPaths(tmp / "r" / p.dirname), sys.executable, f"hpcbench:0123456789ab:{p.id}")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"read + plan + render {len(points)} points with three extra axes (steps, cpus_per_task, env), one process: "
+          f"{wall:.2f} s wall, {cpu:.2f} s CPU (goal < 1 s; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs; e.g. {points[-1].label})")
 
 
 def _bare_loop(n: int) -> tuple[float, list[str]]:

@@ -7,9 +7,10 @@ code the CLI runs.
     why = hpcbench.explain("runs/scaling-20261122T101500Z")    # hpcbench explain: typed findings per point
     why.to_frame()                                              # one row per point x finding
 
-Every declared measurement parameter (plan/fields.py) is a column of ``load``, next to the state, the reason
-and the measured figures (the columns of records.csv). Bad input raises hpcbench.errors.ConfigError (or
-NoSuchFile), with the message the CLI prints.
+Every declared measurement parameter (plan/fields.py) is a column of ``load``, and so is each environment
+variable (env.NAME) and [slurm] setting a sweep varies, next to the state, the reason and the measured figures
+(the columns of records.csv). Bad input raises hpcbench.errors.ConfigError (or NoSuchFile), with the message
+the CLI prints.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ EXPLAIN_COLUMNS = ("point", "rule", "severity", "claim", "evidence", "effect", "
 def _frame(samples: Iterable[Any]) -> pd.DataFrame:
     import pandas as pd
 
-    from hpcbench.report.samples import TIDY_COLUMNS, tidy_row
+    from hpcbench.report.samples import tidy_columns, tidy_row
 
-    return pd.DataFrame([tidy_row(s) for s in samples], columns=list(TIDY_COLUMNS))
+    samples = list(samples)
+    return pd.DataFrame([tidy_row(s) for s in samples], columns=list(tidy_columns(samples)))
 
 
 def _paths(paths: PathLike | Iterable[PathLike]) -> list[PathLike]:

@@ -74,6 +74,7 @@ class RankInfo:
     slurm_node: str | None  # SLURMD_NODENAME; differs from hostname when slurmds share a host
     pid: int
     cpus: list[int]  # CPU affinity in effect
+    cpus_per_task: int | None = None  # SLURM_CPUS_PER_TASK as the rank saw it (None: not set)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,20 @@ class GpuUtil:
     mem_used_mib_max: float
     samples: int
     source: str  # "nvml" | "nvidia-smi"
+
+
+@dataclass(frozen=True)
+class NodeLoad:
+    """One node's load around the timed steps, read by its local rank 0."""
+
+    host: str
+    slurm_node: str | None
+    cpus: int | None  # logical CPUs of the host (os.cpu_count)
+    before: list[float] | None  # 1/5/15-minute load averages just before the timed steps
+    after: list[float] | None  # ... just after them
+    cores: int | None = None  # physical cores (distinct core sibling sets in sysfs)
+    ranks: int | None = None  # ranks of this point on the node
+    cpus_per_task: int | None = None  # theirs, when they agree
 
 
 @dataclass(frozen=True)
@@ -159,6 +174,16 @@ class ResultRecord:
     affinity_detail: str | None = None
     provenance: list[str] = field(default_factory=list)  # provenance-rank<N>.json names, in the point folder
     timeline: str | None = None  # Horovod timeline file name, in the point folder
+    # Evidence for explaining a point (issue 12): input pipeline, per-rank times, node load, GPU placement.
+    input_times_s: list[float] = field(default_factory=list)  # per timed step, the slowest rank's wait for its batch
+    input_time_s: float | None = None  # their mean
+    input_fraction: float | None = None  # input_time_s / mean_step_time_s
+    rank_step_s: list[float | None] = field(default_factory=list)  # by rank: its own mean timed-step time
+    rank_compute_s: list[float | None] = field(default_factory=list)  # by rank: its own mean compute-only step time
+    rank_input_s: list[float | None] = field(default_factory=list)  # by rank: its own mean wait for the batch
+    node_load: list[NodeLoad] = field(default_factory=list)  # one per node
+    gpu_numa_ok: bool | None = None  # every rank's GPU is on a NUMA node of the rank's CPUs
+    gpu_numa_detail: str | None = None
     # Every measurement parameter the ranks ran with (plan/fields.py), by name; {} in older records.
     params: dict[str, Any] = field(default_factory=dict)
     schema: str = tag(RESULT)
@@ -172,7 +197,8 @@ class ResultRecord:
         gpu = doc.get("gpu")
         return replace(_from_dict(cls, doc), ranks=[_from_dict(RankInfo, r) for r in doc.get("ranks", [])],
                        gpu=_from_dict(GpuUtil, gpu) if isinstance(gpu, dict) else None,
-                       allreduce=[_from_dict(AllreduceRow, r) for r in doc.get("allreduce", [])])
+                       allreduce=[_from_dict(AllreduceRow, r) for r in doc.get("allreduce", [])],
+                       node_load=[_from_dict(NodeLoad, n) for n in doc.get("node_load") or []])
 
     @property
     def slurm_nodes(self) -> list[str]:

@@ -14,12 +14,18 @@ KINDS = ("train", "allreduce")
 DEVICES = ("cpu", "cuda")
 LAUNCHERS = ("srun", "mpirun", "horovodrun", "torchrun")
 CPU_BINDS = ("sockets", "cores", "none")
+# How a GPU point puts each rank on the socket of its GPU: Slurm's block distribution (mpirun: ranks numbered
+# in blocks per socket), Slurm's own GPU binding (srun only), or neither.
+GPU_BINDS = ("block", "closest", "none")
 DATA = ("synthetic", "mnist", "cifar10")
 SCALING = ("weak", "strong")
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
 # nccl-tests' collectives, by the names of its binaries (all_gather_perf, ...): what kind = "allreduce" measures
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
 NO_FRAMEWORK = "none"  # one process, no communication library: the ideal baseline
+# Exported in a job whose point varies environment variables ([matrix.env]): their names, so that the ranks
+# record the values they saw.
+ENV_AXES_VAR = "HPCBENCH_ENV_AXES"
 
 # Sweep backend -> the torch.distributed backend name, and -> Horovod's (controller, CPU tensor operations).
 TORCH_BACKEND = {"gloo": "gloo", "nccl": "nccl", "mpi": "mpi", "oneccl": "ccl", "ucc": "ucc"}
@@ -57,6 +63,10 @@ MODELS: dict[str, ModelInfo] = {
 
 # One sample of each real data set, as the models above take it.
 DATASET_SHAPES: dict[str, tuple[int, ...]] = {"mnist": (1, 28, 28), "cifar10": (3, 32, 32)}
+
+# --- the networks NCCL uses, as hpcbench.parse names them (a plugin keeps its own name), and IB link layers ---
+NET_IB, NET_ROCE, NET_SOCKET = "IB", "RoCE", "Socket"
+LINK_LAYERS = (NET_IB, NET_ROCE)
 
 # --- point states: Slurm's own words, plus four of hpcbench's for what Slurm cannot know ------------------
 COMPLETED, FAILED, TIMEOUT, CANCELLED = "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"

@@ -79,7 +79,7 @@ def test_allreduce_sweep_keys(tmp_path):
         parse('[workload]\nkind = "allreduce"\nmin_bytes = "1K"\nmax_bytes = 8\n', "a.toml")
     with pytest.raises(ConfigError, match=r"workload.max_bytes: expected a size in bytes"):
         parse('[workload]\nkind = "allreduce"\nmax_bytes = "lots"\n', "a.toml")
-    with pytest.raises(ConfigError, match=r"matrix.framework: framework 'none' has no communication"):
+    with pytest.raises(ConfigError, match=r"matrix.framework\[1\]: framework 'none' has no communication"):
         parse('[workload]\nkind = "allreduce"\n[matrix]\nframework = ["ddp", "none"]\n', "a.toml")
 
 

@@ -1,7 +1,7 @@
 """Every collective of nccl-tests in the communication benchmark (kind = "allreduce", the collective axis).
 
 nccl-tests' busbw factors against its formulas, and its sizes and factors against real nccl-tests logs of
-other collectives (tests/data/collectives, sources in SOURCES.tsv); the exact result each rank must hold,
+other collectives (tests/data/logs, sources in SOURCES.tsv); the exact result each rank must hold,
 against each collective computed by its definition, with misrouted data caught; our output read back by
 hpcbench's parser; real runs (torch.distributed over Gloo at 3 ranks, Horovod over Gloo and over MPI under
 mpirun at 2, all on this machine) with every result checked; a collective a library does not have, recorded
@@ -29,7 +29,7 @@ from hpcbench.workloads.config import AllreduceConfig
 
 pytestmark = pytest.mark.torch
 
-LOGS = DATA / "collectives"
+LOGS = DATA / "logs"
 # nccl-tests doc/PERFORMANCE.md "Summary" (sendrecv: src/sendrecv.cu SendRecvGetBw): busbw = algbw x factor(n)
 FORMULAS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
             "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1, "reduce": lambda n: 1,

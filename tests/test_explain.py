@@ -28,13 +28,22 @@ def rules_of(*paths, **kw) -> dict[str, dict[str, object]]:
 
 
 def test_socket_while_ib_is_visible_is_an_error_with_its_line(tmp_path):
-    # A real many-node Socket log, and the provenance of a node that has an InfiniBand HCA.
+    # A real many-node Socket log: alone, nothing says an IB device was there, so nothing is claimed ...
     log = LOGS / "nccl_socket-ring-manynodes_15.log"
-    run_like = tmp_path / "logs"
-    run_like.mkdir()
-    (run_like / log.name).write_text(log.read_text())
-    found = rules_of(run_like / log.name)[log.name]
+    found = rules_of(log)[log.name]
     assert "socket-with-ib" not in found and found["network"].claim == "inter-node: NET/Socket (no IB device seen)"
+    # ... as the job log of a point whose ranks' provenance lists an active InfiniBand HCA, it is an error
+    p = point(nodes=2, rpn=8, device="cuda", backend="nccl")
+    rd = make_run(tmp_path / "run", [(p, record(p, 100.0, comm_fraction=0.4))])
+    (rd.point(p).dir / "job-1000.out").write_text(log.read_text())
+    hca = {"name": "mlx5_0", "ports": [{"port": 1, "state": "4: ACTIVE", "rate": "200 Gb/sec (4X HDR)",
+                                        "link_layer": "InfiniBand"}]}
+    atomic_write_json(rd.point(p).dir / "provenance-rank0.json", {"schema": "hpcbench.provenance/1", "rank": 0,
+                                                                  "hostname": "h1", "infiniband": {"devices": [hca]}})
+    err = rules_of(rd.root)[p.label]["socket-with-ib"]
+    assert err.severity == "error" and "while an InfiniBand device is visible in the provenance of h1 (mlx5_0)" in err.claim
+    assert "job-1000.out:" in err.evidence and "via NET/Socket" in err.evidence  # the file:line that shows it
+    assert err.cost == 0.4 and "communication is 40% of the step" in err.effect
     ib = rules_of(LOGS / "nccl_ibring_02.log")["nccl_ibring_02.log"]
     assert "socket-with-ib" not in ib and "ib-without-gdrdma" in ib  # IB used, without GPUDirect RDMA
     assert ib["ib-without-gdrdma"].evidence.startswith("nccl_ibring_02.log:")  # file:line of a 'via NET/IB' line
@@ -89,7 +98,7 @@ def test_binding_as_asked_and_shared_cores(tmp_path):
     assert "binding" in bad and "requested cpus 0, in effect 0,1" in bad["binding"].claim
     assert "shared-cores" not in bad
     unbound = _run_with(tmp_path / "b", [_prov(0, "h1", [0, 1, 2, 3]), _prov(1, "h1", [0, 1, 2, 3])])
-    assert "they are not bound" in unbound["shared-cores"].claim and "binding" not in unbound
+    assert "2 ranks on h1 are not bound" in unbound["shared-cores"].claim and "binding" not in unbound
     good = _run_with(tmp_path / "c", [_prov(0, "h1", [0, 1], "slurm sockets", True), _prov(1, "h1", [2, 3], "slurm sockets", True)])
     assert "binding" not in good and "shared-cores" not in good
 
@@ -227,3 +236,97 @@ def test_explain_cli_formats_and_exit_code(cli, tmp_path):
     assert md.returncode == 0 and md.stdout.startswith("- **nccl_shm-socket-mixedchanfmt_32.log**")
     bad = cli("explain", logs[0], "--allreduce", str(tmp_path / "nope.log"))
     assert bad.returncode == 2 and "no such allreduce log" in bad.stderr
+    one = cli("explain", logs[0], "--allreduce", str(LOGS / "nccltests_3.log"))  # a single 10 GiB row
+    assert one.returncode == 2 and one.stderr.count("\n") == 1 and "1 message size(s)" in one.stderr
+
+
+def test_pcie_peak_from_sysfs(tmp_path):
+    # a sysfs tree in the kernel's format: a GPU that trained to x8 of an x16 Gen4 slot
+    from hpcbench.workloads.provenance import pcie_link
+
+    dev = tmp_path / "bus/pci/devices/0000:3b:00.0"
+    dev.mkdir(parents=True)
+    for name, text in (("current_link_speed", "16.0 GT/s PCIe"), ("current_link_width", "8"),
+                       ("max_link_speed", "16.0 GT/s PCIe"), ("max_link_width", "16")):
+        (dev / name).write_text(text + "\n")
+    link = pcie_link("00000000:3B:00.0", tmp_path)
+    assert link == {"speed": "16.0 GT/s PCIe", "width": 8, "max_speed": "16.0 GT/s PCIe", "max_width": 16}
+    peak = links.pcie(link)
+    assert peak.gbps == pytest.approx(31.51 / 2) and peak.link == "PCIe 4.0 x8 (trained down from x16)"
+    assert pcie_link("00000000:AF:00.0", tmp_path) is None  # no such device: nothing, not a guess
+    prov = [{"gpus": [{"name": "NVIDIA GeForce RTX 4090", "pcie": link}]}]
+    got, why = links.within_host({"NVIDIA GeForce RTX 4090"}, False, {"P2P/CUMEM"}, prov)
+    assert got.gbps == pytest.approx(15.755) and "RTX 4090, PCIe from sysfs" in got.link and not why
+    none, why = links.within_host({"NVIDIA GeForce RTX 4090"}, False, {"P2P/CUMEM"}, [])
+    assert none is None and "no provenance gives its PCIe link" in why
+    # NVLink wins over PCIe where the GPU has it
+    h100 = [{"gpus": [{"name": "NVIDIA H100 80GB HBM3", "pcie": {"speed": "32.0 GT/s PCIe", "width": 16}}]}]
+    assert links.within_host({"NVIDIA H100 80GB HBM3"}, False, {"P2P/CUMEM"}, h100)[0].gbps == 450.0
+
+
+@pytest.mark.torch  # collect() probes torch's backends
+def test_binding_mismatch_of_a_real_process(tmp_path):
+    """A rank told by Slurm it is bound to CPUs 0-1 (mask 0x3), run under `taskset -c 0` as a wrapper
+    script would: its real affinity is CPU 0 alone, and explain says so from its real provenance."""
+    import os
+    import subprocess
+    import sys
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("this test needs 2 CPUs: it binds a process to one of them")
+    env = {**os.environ, "SLURM_CPU_BIND_TYPE": "mask_cpu:", "SLURM_CPU_BIND_LIST": "0x3"}
+    code = "import json, sys; from hpcbench.workloads.provenance import collect; json.dump(collect(0, 0), sys.stdout)"
+    ran = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=False, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads(ran.stdout)
+    assert doc["affinity"]["cpus"] == [0] and doc["affinity"]["matches"] is False
+    found = _run_with(tmp_path, [doc, {**doc, "rank": 1, "local_rank": 1,
+                                       "affinity": {**doc["affinity"], "cpus": [1], "matches": True}}])
+    assert found["binding"].claim == "1 rank(s) are not bound as asked: requested slurm mask_cpu:0x3 means cpus " \
+                                     "[0,1], but cpus [0] are in effect"
+    assert found["binding"].evidence == "provenance-rank0.json affinity" and "taskset" in found["binding"].fix
+
+
+def test_load_before_the_steps_and_gpu_numa_pairing(tmp_path):
+    from hpcbench.records import NodeLoad
+
+    def found(tag, **kw):
+        p = point(nodes=2, rpn=1, device=kw.pop("device", "cpu"))
+        rd = make_run(tmp_path / tag, [(p, record(p, 100.0, **kw))])
+        return rules_of(rd.root)[p.label]
+
+    # two Slurm nodes on one 8-CPU host, one rank each; a 1-minute load of 9.5 before the steps: 7.5 is not ours
+    busy = [NodeLoad("h1", n, 8, [9.5, 6.0, 3.0], [9.8, 6.2, 3.1], 4, 1, 1) for n in ("n1", "n2")]
+    load = found("busy", node_load=busy)["load"]
+    assert load.severity == "warning" and load.claim == "host h1 was busy: 1-minute load 9.5 on 8 CPUs when the " \
+        "steps started, 9.8 after them, of which this point's ranks account for at most 2: something ran beside it"
+    # high before the steps only: the lagging average of the job before, said as such
+    lagging = [NodeLoad("h1", n, 8, [9.5, 6.0, 3.0], [4.0, 5.0, 3.0], 4, 1, 1) for n in ("n1", "n2")]
+    assert found("lagging", node_load=lagging)["load"].severity == "info"
+    assert "load" not in found("own", node_load=[NodeLoad("h1", n, 2, [2.2, 1.0, 0.5], None, 2, 1, 1)
+                                                 for n in ("n1", "n2")])  # only its own two ranks
+    assert "oversubscribed" not in found("fits", node_load=busy)
+    far = "rank 1: GPU 1 (0000:3b:00.0) is on NUMA node 0, the rank's CPUs [32] on NUMA node(s) [1]: " \
+          "its data crosses the socket link"
+    numa = found("far", device="cuda", gpu_numa_ok=False, gpu_numa_detail=far)["gpu-numa"]
+    assert numa.severity == "warning" and far in numa.claim and "gpu_bind" in numa.fix
+    assert "gpu-numa" not in found("near", device="cuda", gpu_numa_ok=True, gpu_numa_detail="2/2 ranks ...")
+    assert "gpu-numa" not in found("cpu", gpu_numa_ok=None, gpu_numa_detail="device is cpu")
+    unknown = found("unknown", device="cuda", gpu_numa_ok=None, gpu_numa_detail="GPU 0: NUMA node unknown")
+    assert unknown["gpu-numa"].severity == "info" and "not known: GPU 0: NUMA node unknown" in unknown["gpu-numa"].claim
+
+
+def test_real_logs_roce_apart_from_ib_and_ib_disabled():
+    roce = "nccl_roce-i40iw-netib-nogdr_68.log"  # NET/IB transport lines, over RoCE ports
+    found = rules_of(LOGS / roce)[roce]
+    assert found["network"].claim == "inter-node: NET/IB over RoCE (mlx5_0, mlx5_1, ...), GPUDirect RDMA on 0/3 edges"
+    assert "ib-without-gdrdma" in found and "/RoCE" in found["network"].evidence
+    ib = "nccl_old23-ib_06.log"  # InfiniBand link layer: not called RoCE, and no "IB over IB"
+    assert rules_of(LOGS / ib)[ib]["network"].claim == "inter-node: NET/IB (mlx5_0, ib0)"
+    off = "nccl_socket-ibdisable1-ibextv8plugin-hexhost_67.log"
+    env = rules_of(LOGS / off)[off]["nccl-env"]
+    assert env.claim.startswith("NCCL_IB_DISABLE=1 is set: NCCL falls back to TCP sockets")
+    assert env.evidence.startswith(f"{off}:1: ") and "NCCL_IB_DISABLE set by environment to 1" in env.evidence
+    on = "nccl_ib-ibdisable0-env-ibhca_53.log"  # NCCL_IB_DISABLE=0: IB stays on, nothing to say
+    assert "nccl-env" not in rules_of(LOGS / on)[on]

@@ -78,6 +78,10 @@ def test_parse_json_and_table(cli):
     assert docs[0]["nccl_tests"]["avg_busbw"] == 1.15327 and docs[1]["horovod"]["total_img_sec"] == 4801.4
     table = cli("parse", *files)
     assert table.returncode == 0 and "AWS Libfabric" in table.stdout and "4801.4" in table.stdout
+    roce = cli("parse", str(LOGS / "nccl_roce-2193-two-hca_50.log"), str(LOGS / "nccl_ib-plus-roce-mixed-affinity_80.log"))
+    head, *rows = roce.stdout.splitlines()
+    link = head.split().index("link")
+    assert [r.split()[2:link + 1] for r in rows[1:3]] == [["RoCE", "RoCE"], ["IB", "IB+RoCE"]]
 
 
 def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):

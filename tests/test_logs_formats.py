@@ -1,5 +1,5 @@
 """Constructed lines for the formats the corpus only hints at: every prefix, NCCL 2.2-2.29 wording,
-wrapping, interleaving, nccl-tests variants, records, and the fast path giving the line path's facts."""
+wrapping, interleaving, nccl-tests variants, records (the fast path: test_logs_fastpath.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from hpcbench.parse import parallel, parse_file, scan
+from hpcbench.parse import parse_file
 from hpcbench.parse.nccl import normalise
 from hpcbench.records import RankInfo, ResultRecord
 
@@ -159,8 +159,9 @@ NT_HEADER = ("#       size         count      type   redop    root     time   al
              "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n")
 
 
-def _row(size: int, busbw: float) -> str:
-    return f"{size:12d}  {size // 4:12d}     float     sum      -1    10.00  {busbw:6.2f}  {busbw:6.2f}      0    10.00  {busbw:6.2f}  {busbw:6.2f}    N/A\n"
+def _row(size: int, busbw: float, wrong: str = "N/A") -> str:
+    return (f"{size:12d}  {size // 4:12d}     float     sum      -1    10.00  {busbw:6.2f}  {busbw:6.2f}  {wrong:>6s}"
+            f"    10.00  {busbw:6.2f}  {busbw:6.2f}  {wrong:>6s}\n")
 
 
 def test_nccltests_two_processes_interleaved(tmp_path):
@@ -171,8 +172,18 @@ def test_nccltests_two_processes_interleaved(tmp_path):
     t = parse_text(tmp_path, text)["nccl_tests"]
     assert [r["size"] for r in t["rows"]] == [1024, 4096, 2048]
     assert t["largest"]["size"] == 4096 and t["largest"]["oop_busbw"] == 3.0
-    assert t["rows"][0]["ip_wrong"] == "N/A" and t["rows"][0]["oop_wrong"] == 0
+    assert t["rows"][0]["ip_wrong"] == "N/A" and t["rows"][0]["oop_wrong"] == "N/A"
     assert t["avg_busbw"] == 2.0 and t["collective"] == "all_reduce"
+
+
+def test_validation_off_on_one_side_only_is_not_all_reduce(tmp_path):
+    """sendrecv prints all_reduce's columns (sum, -1, count = size / 4) but checks only out-of-place
+    (nccl-tests src/sendrecv.cu: reportErrors = in_place ? 0 : 1)."""
+    row = _row(1024, 1.0, "0").rsplit("0\n", 1)[0] + "N/A\n"
+    t = parse_text(tmp_path, NT_HEADER + row)["nccl_tests"]
+    assert t["rows"][0]["oop_wrong"] == 0 and t["rows"][0]["ip_wrong"] == "N/A"
+    assert t["collective"] is None
+    assert parse_text(tmp_path, NT_HEADER + _row(1024, 1.0, "0"))["nccl_tests"]["collective"] == "all_reduce"
 
 
 def test_nccltests_overflowed_columns_and_command_line(tmp_path):
@@ -218,73 +229,58 @@ def test_records_in_a_log_and_as_a_file(tmp_path):
     assert w["records"] == [] and any("not known" in x for x in w["warnings"])
 
 
-def _big_log() -> str:
-    """A NCCL-dominated multi-MB log that takes the fast path, with a WARN, a table and a version line."""
-    out = ["NCCL version 2.21.5+cuda12.4\n"]
-    for comm in range(6):
-        for r in range(64):
-            host, dev = f"n{r // 8:02d}", r % 8
-            p = f"{host}:{1000 + r}:{5000 + comm} [{dev}] NCCL INFO "
-            out.append(f"{p}comm 0x{comm:x}{r:03x} rank {r} nranks 64 cudaDev {dev} - Init START\n")
-            out.append(f"{p}Using network IB\n{p}NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.{r}<0>\n")
-            for c in range(8):
-                nxt = (r + 1) % 64
-                how = "P2P/IPC/read" if nxt // 8 == r // 8 else "NET/IB/0"
-                tag = "" if how.startswith("P2P") else " [send]"
-                out.append(f"{p}Channel {c:02d}/0 : {r}[{dev}] -> {nxt}[{nxt % 8}]{tag} via {how}\n")
-            out += [f"{p}AllReduce: opCount {comm}{k} sendbuff 0x7f count {k} datatype 7 op 0 root 0 comm 0x1\n"
-                    for k in range(120)]
-            if comm == 2 and r == 7:
-                out.append(f"{host}:{1000 + r}:{5000 + comm} [{dev}] transport/net_ib.cc:1 NCCL WARN NET/IB : Got async event : port error\n")
-            if r == 9:  # the same WARN in every communicator: counted across chunks
-                out.append(f"{p[:-10]}NCCL WARN Cuda failure 'out of memory'\n")
-        if comm == 3:
-            out.append(NT_HEADER + _row(1 << 20, 5.5) + _row(1 << 22, 7.5) + "# Avg bus bandwidth    : 6.5\n")
-    out.append("Total img/sec on 64 GPU(s): 1234.5 +-3.2\n")
-    return "".join(out)
+def test_horovod_on_cpu_and_the_launchers_rank_count(tmp_path):
+    cpu = parse_text(tmp_path, "$ horovodrun -np 2 -H localhost:2 python pytorch_synthetic_benchmark.py --no-cuda\n"
+                               "[0]<stdout>:Number of CPUs: 2\n[0]<stdout>:Img/sec per CPU: 10.5 +-0.4\n"
+                               "[0]<stdout>:Total img/sec on 2 CPU(s): 21.0 +-0.8\n")["horovod"]
+    assert (cpu["device"], cpu["num_cpus"], cpu["num_gpus"], cpu["total_img_sec"]) == ("CPU", 2, None, 21.0)
+    assert (cpu["per_cpu_img_sec"], cpu["per_gpu_img_sec"], cpu["ranks"], cpu["launcher_np"]) == (10.5, None, 2, 2)
+    tf = parse_text(tmp_path, "mpirun -np 4 --allow-run-as-root python3 tf_cnn_benchmarks.py --variable_update=horovod\n"
+                              "total images/sec: 608.38\n")["horovod"]
+    assert (tf["ranks"], tf["ranks_source"], tf["launcher_np"], tf["num_gpus"]) == (4, "launcher", 4, None)
+    two = parse_text(tmp_path, "mpirun -np 1 python a.py\nTotal img/sec on 1 GPU(s): 100.0 +-1.0\nmpirun -np 8 python a.py\n")
+    assert (two["horovod"]["launcher_np"], two["horovod"]["ranks_source"]) == (1, "total line")  # the run of the totals
 
 
-def test_fast_path_gives_the_line_paths_facts(tmp_path, monkeypatch):
-    p = tmp_path / "big.log"
-    p.write_text(_big_log())
-    assert p.stat().st_size > 3 * scan.FAST_MIN
-    monkeypatch.setattr(scan, "CHUNK", 1 << 20)
-    fast = parse_file(p)
-    monkeypatch.setattr(scan, "FAST_MIN", 1 << 40)
-    slow = parse_file(p)
-    assert fast == slow
-    n = fast["nccl"]
-    assert len(n["hosts"]) == 8 and n["nranks"] == 64 and n["network"] == "IB"
-    assert len(n["edges"]) == 64 * 8 and n["transports"] == ["NET/IB", "P2P/IPC"]
-    warns = {w["message"]: w for w in n["warn_details"]}
-    assert warns["NET/IB : Got async event : port error"]["first_host"] == "n00"
-    assert warns["NET/IB : Got async event : port error"]["count"] == 1
-    assert warns["Cuda failure 'out of memory'"]["count"] == 6
-    assert warns["Cuda failure 'out of memory'"]["first_host"] == "n01"
-    assert fast["nccl_tests"]["avg_busbw"] == 6.5 and fast["horovod"]["num_gpus"] == 64
+@pytest.mark.parametrize(("devices", "network", "link"), [
+    (" [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE", "RoCE", "RoCE"), (" [0]mlx5_0:1/IB", "IB", "IB"),
+    (" [0]mlx5_0:1/IB [1]mlx5_2:1/RoCE", "IB", "IB+RoCE"),
+])
+def test_the_network_is_named_as_a_user_names_it(tmp_path, devices, network, link):
+    n = parse_text(tmp_path, f"h:1:1 [0] NCCL INFO NET/IB : Using{devices} [RO]; OOB eth0:10.0.0.1<0>\n"
+                             "h:1:1 [0] NCCL INFO Using network IB\n")["nccl"]
+    assert (n["network"], n["ib_link_layer"]) == (network, link)
+    plugin = parse_text(tmp_path, f"h:1:1 [0] NCCL INFO NET/IB : Using{devices} [RO]; OOB eth0:10.0.0.1<0>\n"
+                                  "h:1:1 [0] NCCL INFO Using network IBext_v8\n")["nccl"]
+    assert plugin["network"] == "IBext_v8"  # a plugin keeps its own name; the link layer says RoCE
+    lines = parse_text(tmp_path, f"h:1:1 [0] NCCL INFO NET/IB : Using{devices} [RO]; OOB eth0:10.0.0.1<0>\n"
+                                 "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n")["nccl"]
+    assert (lines["network"], lines["network_source"]) == (network, "selection_line")  # NET/IB : Using, no failure
 
 
-def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
-    p = tmp_path / "big.log"
-    p.write_text(_big_log())
-    monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
-    monkeypatch.setattr(scan, "FAST_MIN", 128 << 10)
-    monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
-    monkeypatch.setenv(parallel.JOBS_ENV, "1")
-    one = parse_file(p)
-    spans = []
-    real = parallel.extracted
+@pytest.mark.parametrize("line", [
+    "[12] nd-3:1:2 [0] NCCL INFO Using network IB", "[trainer3]:nd-3:1:2 [3] NCCL INFO Using network IB",
+    "[trainer0|0]:nd-3:1:2 [0] NCCL INFO Using network IB", "2025-11-12 20:41:43,851 - INFO - nd-3:1:2 [0] NCCL INFO Using network IB",
+    "nd-3:1:2 [0] INFO Using internal Network IB", "error info : nd-3:1:2 [1] NCCL INFO Using network IB",
+    "nd-3:5:6 [6] NCCL INFO nd-3:1:2 [7] NCCL INFO Using network IB",
+])
+def test_hosts_from_every_prefix(tmp_path, line):
+    n = parse_text(tmp_path, line + "\n")["nccl"]
+    assert n["hosts"] == ["nd-3"] and n["network"] == "IB"
 
-    def spy(*a, **k):
-        for span, parts in real(*a, **k):
-            spans.append(parts is not None)
-            yield span, parts
 
-    monkeypatch.setattr(parallel, "extracted", spy)
-    monkeypatch.setenv(parallel.JOBS_ENV, "3")
-    many = parse_file(p)
-    assert sum(spans) >= 4  # spans read by workers (the short last one is read here)
-    assert many == one
-    monkeypatch.setattr(scan, "FAST_MIN", 1 << 40)
-    assert many == parse_file(p)  # and the line path
-    assert {w["message"]: w["count"] for w in many["nccl"]["warn_details"]}["Cuda failure 'out of memory'"] == 6
+def test_a_prefix_glued_to_a_cut_word_names_no_host(tmp_path):
+    d = parse_text(tmp_path, "h1:2:3 [1] NCCL INFO comm 0x49 rank 1 nranks 4 cudaDev 1 nvmh1:880:880 [3] NCCL INFO cudaDriverVersion 1\n")
+    assert d["hosts"] == ["h1"] and d["nccl"]["nranks"] == 4
+
+
+def test_interleaved_orphan_message_is_no_wrapped_line(tmp_path):
+    text = ("h:1:1 [1] NCCL INFO h:2:2 [2] NCCL INFO Ring 05 : 2[2] -> 3[3] via P2P/IPC " + "x" * 40 + "\n"
+            "Ring 05 : 1[1] -> 2[2] via P2P/IPC\n")
+    assert parse_text(tmp_path, text)["nccl"]["transports_raw"] == ["P2P/IPC", "P2P/IPC " + "x" * 40]
+
+
+def test_reduce_scatter_is_inferred_from_count_and_size(tmp_path):
+    rows = "".join(f"{s:12d}  {s // 32:12d}     float     sum      -1    10.00    1.00    1.00      0    10.00    1.00    1.00      0\n"
+                   for s in (128, 256, 1024))
+    assert parse_text(tmp_path, NT_HEADER + rows)["nccl_tests"]["collective"] == "reduce_scatter"

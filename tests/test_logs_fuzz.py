@@ -1,16 +1,20 @@
-"""Property tests: whatever is done to a real log, parse_file returns the schema and never raises."""
+"""Property tests: whatever is done to a real log, or to the lines of every shape of the catalogue,
+parse_file returns the schema and never raises."""
 
 from __future__ import annotations
 
 import json
 
+from catalogue_lines import text
 from conftest import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpcbench.parse import parse_file
+from hpcbench.parse.catalogue import shapes
 
 LOGS = sorted((DATA / "logs").glob("*.log"))
+SHAPE_TEXTS = [text(s).encode() for s in shapes()]  # each shape's lines, as its release prints them
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 NCCL_KEYS = {"version", "network", "transports", "hosts", "nranks", "nvls_used", "collnet_used", "edges", "warnings"}
 
@@ -28,8 +32,8 @@ def check_schema(d: dict) -> None:
             assert e["scope"] in ("intra", "inter", None)
     t = d["nccl_tests"]
     if t is not None:
-        for r in t["rows"]:
-            assert isinstance(r["size"], int) and isinstance(r["oop_busbw"], float)
+        for r in t["rows"]:  # rccl-tests may print the in-place side only
+            assert isinstance(r["size"], int) and isinstance(r["oop_busbw" if r["oop_busbw"] is not None else "ip_busbw"], float)
     h = d["horovod"]
     if h is not None:
         assert set(h) >= {"total_img_sec", "per_gpu_img_sec", "num_gpus"}
@@ -59,11 +63,24 @@ def mutate(data: bytes, op: str, at: float, blob: bytes) -> bytes:
     return data
 
 
+OPS = st.lists(st.tuples(st.sampled_from(["truncate", "insert", "crlf", "ansi", "huge_line", "invalid_utf8", "nul",
+                                          "empty", "dup_lines"]),
+                         st.floats(0, 1), st.binary(max_size=200)), min_size=1, max_size=3)
+
+
 @SETTINGS
-@given(st.sampled_from(LOGS),
-       st.lists(st.tuples(st.sampled_from(["truncate", "insert", "crlf", "ansi", "huge_line", "invalid_utf8", "nul",
-                                           "empty", "dup_lines"]),
-                          st.floats(0, 1), st.binary(max_size=200)), min_size=1, max_size=3))
+@given(st.lists(st.sampled_from(SHAPE_TEXTS), min_size=1, max_size=12), OPS)
+def test_mutated_catalogue_lines_never_raise(tmp_path, lines, ops):
+    data = b"".join(lines)
+    for op, at, blob in ops:
+        data = mutate(data, op, at, blob)
+    p = tmp_path / "shapes.log"
+    p.write_bytes(data)
+    check_schema(parse_file(p))
+
+
+@SETTINGS
+@given(st.sampled_from(LOGS), OPS)
 def test_mutated_real_logs_never_raise(tmp_path, log, ops):
     data = log.read_bytes()
     for op, at, blob in ops:
@@ -93,3 +110,23 @@ def test_a_ten_megabyte_line_and_an_empty_file(tmp_path):
     e = parse_file(empty)
     check_schema(e)
     assert e["warnings"] == ["empty file"] and e["nccl"] is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(LOGS), OPS, st.sampled_from([700, 2048, 9000]))
+def test_the_fast_path_agrees_on_mutated_logs(tmp_path, monkeypatch, log, ops, chunk):
+    """Forced on every chunk of a mutated real log, the fast path gives what the line path gives."""
+    from hpcbench.parse import fastpath, scan
+
+    data = log.read_bytes()
+    for op, at, blob in ops:
+        data = mutate(data, op, at, blob)
+    p = tmp_path / "mutated.log"
+    p.write_bytes(data)
+    line = parse_file(p)
+    with monkeypatch.context() as m:
+        m.setattr(scan, "CHUNK", chunk)
+        m.setattr(scan, "FAST_MIN", 0)
+        m.setattr(fastpath, "nccl_dominated", lambda *a: True)
+        m.setattr(fastpath, "OTHERS_MAX", 1.0)
+        assert parse_file(p) == line

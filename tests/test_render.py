@@ -54,7 +54,66 @@ def test_golden_srun_gpu_job_script():
     text = _render(spec, point)
     _check_golden("scaling_nccl_n2x4.sh", text)
     assert "#SBATCH --gpus-per-node=4" in text and "#SBATCH --ntasks-per-node=4" in text
-    assert "export NCCL_DEBUG=INFO" in text and "srun --ntasks=8 --ntasks-per-node=4 --cpu-bind=sockets" in text
+    assert "export NCCL_DEBUG=INFO" in text
+    # gpu_bind = "block" (the default): ranks in blocks per socket, so local rank i sits with GPU i.
+    assert "srun --ntasks=8 --ntasks-per-node=4 --cpu-bind=sockets --distribution=block:block \\\n" in text
+
+
+def _scaling_with(slurm_line: str):
+    text = (REPO / "sweeps" / "scaling.toml").read_text().replace('cpu_bind = "sockets"',
+                                                                  f'cpu_bind = "sockets"\n{slurm_line}')
+    return parse(text, str(REPO / "sweeps" / "scaling.toml"))
+
+
+def test_golden_srun_gpu_closest_job_script():
+    """gpu_bind = "closest": Slurm gives each task one GPU, the closest to the task's own CPUs."""
+    spec = _scaling_with('gpu_bind = "closest"')
+    point = next(p for p in expand(spec) if (p.backend, p.nodes, p.ranks_per_node) == ("nccl", 2, 4))
+    text = _render(spec, point)
+    _check_golden("scaling_nccl_n2x4_closest.sh", text)
+    assert "srun --ntasks=8 --ntasks-per-node=4 --cpu-bind=sockets --gpus-per-task=1 --gpu-bind=single:1 \\\n" in text
+    assert "--distribution" not in text and "#SBATCH --gpus-per-node=4" in text
+    # A scheduler setting: the point keeps its id.
+    assert point.id == next(p for p in expand(load(REPO / "sweeps" / "scaling.toml")) if p.label == point.label).id
+
+
+@pytest.mark.parametrize("launcher, gpu_bind, gpu_line, cpu_line", [
+    ("srun", "block", "srun --ntasks=4 --ntasks-per-node=2 --cpu-bind=sockets --distribution=block:block",
+     "srun --ntasks=4 --ntasks-per-node=2 --cpu-bind=sockets"),
+    ("srun", "closest", "srun --ntasks=4 --ntasks-per-node=2 --cpu-bind=sockets --gpus-per-task=1 --gpu-bind=single:1",
+     "srun --ntasks=4 --ntasks-per-node=2 --cpu-bind=sockets"),
+    ("srun", "none", "srun --ntasks=4 --ntasks-per-node=2 --cpu-bind=sockets",
+     "srun --ntasks=4 --ntasks-per-node=2 --cpu-bind=sockets"),
+    ("mpirun", "block", "mpirun -np 4 --map-by socket --rank-by core --bind-to socket -x NCCL_DEBUG",
+     "mpirun -np 4 --map-by socket --bind-to socket -x NCCL_DEBUG"),
+    ("mpirun", "none", "mpirun -np 4 --map-by socket --bind-to socket -x NCCL_DEBUG",
+     "mpirun -np 4 --map-by socket --bind-to socket -x NCCL_DEBUG"),
+    ("horovodrun", "block", "--mpi-args '--map-by socket --rank-by core --bind-to socket'",
+     "--mpi-args '--map-by socket --bind-to socket'"),
+    ("torchrun", "block", "srun --ntasks=2 --ntasks-per-node=1 --cpu-bind=none /py -m torch.distributed.run",
+     "srun --ntasks=2 --ntasks-per-node=1 --cpu-bind=none /py -m torch.distributed.run"),
+])
+def test_gpu_bind_reaches_gpu_points_only(tmp_path, launcher, gpu_bind, gpu_line, cpu_line):
+    """Each launcher's line for a GPU point under each gpu_bind; the CPU point of the same sweep is unchanged."""
+    base = f'[slurm]\nlauncher = "{launcher}"\ngpu_bind = "{gpu_bind}"\n'
+    gpu = parse(base + '[workload]\ndevice = "cuda"\nbackend = "nccl"\n[matrix]\nnodes = [2]\ngpus_per_node = [2]\n',
+                "g.toml")
+    cpu = parse(base + "[matrix]\nnodes = [2]\nranks_per_node = [2]\n", "c.toml")
+    [gp], [cp] = expand(gpu), expand(cpu)
+    gtext, ctext = (render_job(s, p, PointPaths(tmp_path), "/py") for s, p in ((gpu, gp), (cpu, cp)))
+    assert gpu_line in gtext, gtext
+    assert cpu_line in ctext and "--rank-by" not in ctext and "--distribution" not in ctext and "--gpu" not in ctext
+    subprocess.run(["bash", "-n"], input=gtext, text=True, check=True)
+
+
+@pytest.mark.parametrize("launcher", ["mpirun", "horovodrun", "torchrun"])
+def test_gpu_bind_closest_needs_srun(launcher):
+    from hpcbench.errors import ConfigError
+
+    body = f'[slurm]\nlauncher = "{launcher}"\ngpu_bind = "closest"\n[workload]\ndevice = "cuda"\nbackend = "nccl"\n'
+    with pytest.raises(ConfigError, match=r"g.toml: slurm.gpu_bind: 'closest' is srun's --gpu-bind"):
+        parse(body, "g.toml")
+    parse(body.replace('device = "cuda"\nbackend = "nccl"', 'device = "cpu"'), "c.toml")  # no GPU: nothing to bind
 
 
 def test_golden_mpirun_cpu_job_script_quotes_every_user_value():
@@ -79,7 +138,7 @@ def test_rendered_values_survive_the_shell(tmp_path):
     assert (tmp_path / "modules.txt").read_text().splitlines() == ["load", "openmpi/4.1 ", "load", "py$(whoami)"]
 
 
-@pytest.mark.parametrize("golden", ["scaling_nccl_n2x4.sh", "quoting_mpirun_n2x2.sh"])
+@pytest.mark.parametrize("golden", ["scaling_nccl_n2x4.sh", "scaling_nccl_n2x4_closest.sh", "quoting_mpirun_n2x2.sh"])
 def test_golden_scripts_are_valid_bash(golden):
     subprocess.run(["bash", "-n", str(GOLDEN / golden)], check=True)
 

@@ -21,8 +21,7 @@ def test_defaults_fill_every_section():
     assert spec.sweep.name == "x"
     assert spec.workload.backend == "gloo" and spec.slurm.launcher == "srun"
     assert dict(spec.matrix.axes) == {"framework": ("ddp",), "backend": ("gloo",), "model": ("mlp",),
-                                      "batch_size": (32,), "nodes": (1,), "ranks_per_node": (1, 2),
-                                      "collective": ("all_reduce",)}
+                                      "batch_size": (32,), "nodes": (1,), "ranks_per_node": (1, 2)}
 
 
 def test_unknown_key_lists_valid_keys_and_suggests():
@@ -32,7 +31,7 @@ def test_unknown_key_lists_valid_keys_and_suggests():
 
 
 def test_unknown_section_and_matrix_axis():
-    assert "unknown key (valid keys: cluster, exclude, matrix, slurm, sweep, workload)" in err("[slurmm]\n")
+    assert "unknown key (valid keys: cluster, exclude, matrix, slurm, sweep, workload, zip)" in err("[slurmm]\n")
     assert "matrix.gpus: unknown key" in err("[matrix]\ngpus = [1]\n")
 
 

@@ -124,6 +124,9 @@ ranks_per_node = [{ranks}]
         rec = json.loads(paths.result.read_text())
         assert rec["data"] == data and rec["world_size"] == ranks and rec["lr"] == 0.01 and not rec["lr_scaled"]
         assert len(rec["step_times_s"]) == 3 and rec["throughput"] > 0
+        # The real readers go through the timed wait for the batch too (issue 12), inside the step.
+        assert len(rec["input_times_s"]) == 3 and 0 < rec["input_time_s"] < rec["mean_step_time_s"]
+        assert rec["input_fraction"] == pytest.approx(rec["input_time_s"] / rec["mean_step_time_s"])
         import torch
 
         ckpt = torch.load(paths.checkpoint, weights_only=False)

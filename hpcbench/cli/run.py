@@ -127,6 +127,7 @@ def args_status(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_resubmit(args: Args) -> int:
+    from hpcbench.plan.expand import current_jobs
     from hpcbench.rundir import RunDir
     from hpcbench.submit.runner import make_backend, render_all, reopen_spec
     from hpcbench.submit.status import parse_states
@@ -142,7 +143,7 @@ def cmd_resubmit(args: Args) -> int:
     backend = make_backend(name, args.hold)
     backend.check(spec)
     python = spec.slurm.python or sys.executable
-    render_all(spec, rd, rd.points(), python)
+    render_all(spec, rd, current_jobs(spec, rd.points()), python)
     echo(f"resubmitting points of {rd.root} in state {', '.join(wanted)} with backend {backend.name}:")
     return _submit_and_follow(spec, rd, python, backend, args, select=states_of(wanted))
 

@@ -32,7 +32,7 @@ class PointWhy:
     def label(self) -> str:
         return str(self.point.label)
 
-    def top(self, n: int = 3) -> list[Finding]:
+    def top(self, n: int = 5) -> list[Finding]:
         """The findings worth reading first: the costly and the severe, not the informational."""
         return [f for f in self.findings if f.severity != "info" or f.cost][:n]
 
@@ -51,8 +51,10 @@ def explain(points: list[Any], allreduce_file: str | Path | None = None) -> list
                                             subject=p.label)]))
             continue
         if not p.ok:
+            fix = ("see the job's logs in the point folder (hpcbench status RUN names them)" if p.point_id
+                   else f"read the end of {p.source}: the job may have stopped before its first measurement")
             out.append(PointWhy(p, [Finding(ERROR, "no-result", f"{p.state}: {p.reason or 'no reason recorded'}",
-                                            "see the job's logs in the point folder", subject=p.label)]))
+                                            fix, subject=p.label)]))
             continue
         found = [f for rule in RULES for f in rule(ctx)]
         found += bounds.model_findings(ctx, fitted, found)

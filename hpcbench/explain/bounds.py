@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.explain import links, model
-from hpcbench.explain.context import Context
-from hpcbench.findings import Finding
+from hpcbench.explain.context import Context, typical_compute
+from hpcbench.findings import Finding, ranked
 from hpcbench.vocab import INFO, MODELS, WARNING
 
 GAP = 0.10  # measured efficiency this far below the model's is something the model does not explain
@@ -25,7 +25,7 @@ def peak(ctx: Context) -> tuple[links.Peak | None, str]:
     if inter:
         return links.between_hosts(ctx.network(), ctx.provenance, p.ranks_per_node or 1)
     nvls = any(n.get("nvls_used") for n in ctx.nccl)
-    return links.within_host(ctx.gpu_models(), nvls, ctx.transports())
+    return links.within_host(ctx.gpu_models(), nvls, ctx.transports(), ctx.provenance)
 
 
 def _curve(point: Any) -> dict[int, float]:
@@ -55,10 +55,16 @@ def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[An
             raise ConfigError(f"{allreduce_file}: a {tests['collective']}_perf log, but the scaling model needs an "
                               "all_reduce curve", hint="give an all_reduce_perf log, or the job log of an hpcbench "
                               "all_reduce point")
-        curve = {int(r["size"]): float(r["oop_time_us"]) for r in tests.get("rows") or [] if r.get("oop_time_us")}
+        curve = {int(r["size"]): float(r.get("oop_time_us") or r["ip_time_us"]) for r in tests.get("rows") or []
+                 if r.get("oop_time_us") or r.get("ip_time_us")}  # rccl-tests may print in-place only
         f = model.fit(curve, Path(allreduce_file).name)
-        if f:
-            out[None] = f
+        if f is None:
+            from hpcbench.errors import ConfigError
+
+            raise ConfigError(f"--allreduce {allreduce_file}: {len(curve)} message size(s) with a time; the model "
+                              "fits latency and bandwidth, so it needs 2 or more",
+                              "give an nccl-tests run over a range of sizes, e.g. all_reduce_perf -b 8 -e 1G -f 2")
+        out[None] = f
     return out
 
 
@@ -69,11 +75,12 @@ def prediction(p: Any, fitted: dict[Any, model.Fit]) -> tuple[model.Prediction |
     if fit is None:
         return None, None, ("an allreduce curve of the same framework, backend and placement (run kind = "
                             "\"allreduce\" with the same nodes x ranks, or give --allreduce FILE)")
-    if p.compute_time_s is None:
+    compute = typical_compute(p)  # what the step would be without a straggler: that one is a finding of its own
+    if compute is None:
         return None, fit, "the compute-only time (comm_split = true)"
     if info is None:
         return None, fit, f"the parameter count of model {p.model!r}"
-    return model.predict(p.compute_time_s, info.params, p.framework, fit), fit, ""
+    return model.predict(compute, info.params, p.framework, fit), fit, ""
 
 
 def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Finding]) -> list[Finding]:
@@ -83,7 +90,7 @@ def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Find
     pred, fit, missing = prediction(p, fitted)
     if pred is None or fit is None:
         return [Finding(INFO, "model", f"no scaling model for this point: it needs {missing}", subject=ctx.name)]
-    text = f"model: step {pred.step_s * 1e3:.1f} ms (compute {p.compute_time_s * 1e3:.1f} + exposed " \
+    text = f"model: step {pred.step_s * 1e3:.1f} ms (compute {pred.compute_s * 1e3:.1f} + exposed " \
            f"{pred.exposed_s * 1e3:.1f}) against {p.step_time_s * 1e3:.1f} ms measured"
     evidence = f"{pred.describe(p.framework)}; curve: {fit.describe()}"
     if p.efficiency is None or not p.step_time_s:
@@ -96,9 +103,10 @@ def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Find
     if gap < GAP:
         return [Finding(INFO, "model", f"{claim}: the link and the framework's grouping explain it ({text})",
                         evidence=evidence, subject=ctx.name)]
-    leads = [f"{f.rule}" for f in others if f.severity == WARNING and f.rule not in ("few-repeats",)]
+    leads = [f.rule for f in ranked(others) if f.severity == WARNING and f.rule not in ("few-repeats",)]
     see = f"; see {', '.join(dict.fromkeys(leads))}" if leads else "; no other finding explains it"
+    # with leads, the gap is ranked after them (they are its explanation); alone, it is the headline
+    cost = (p.step_time_s - pred.step_s) / p.step_time_s if p.step_time_s > pred.step_s and not leads else None
     return [Finding(WARNING, "model-gap", f"{claim}: the model does not explain {gap * 100:.0f} points{see}",
                     "the findings above, or collect what is missing (straggler and load evidence, provenance)",
-                    evidence, f"{gap * 100:.0f} efficiency points", ctx.name,
-                    (p.step_time_s - pred.step_s) / p.step_time_s if p.step_time_s > pred.step_s else None)]
+                    evidence, f"{gap * 100:.0f} efficiency points", ctx.name, cost)]

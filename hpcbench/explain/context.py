@@ -23,6 +23,16 @@ def parsed_logs(point: Any) -> list[dict[str, Any]]:
     return s.parsed
 
 
+def typical_compute(point: Any) -> float | None:
+    """The median rank's compute-only step, the lower one of an even count (a straggler's own time is the
+    straggler rule's, and with two ranks a plain median would be half of it), else the point's."""
+    import statistics
+
+    rec = next((s.record for s in point.samples if s.ok and s.record is not None), None)
+    own = [t for t in getattr(rec, "rank_compute_s", None) or [] if t is not None]
+    return statistics.median_low(own) if own else point.compute_time_s
+
+
 @dataclass
 class Context:
     point: Any

@@ -62,6 +62,22 @@ def ib(rate: str, ports: int = 1, gpus: int = 1) -> Peak | None:
     return None
 
 
+def pcie(link: dict[str, Any]) -> Peak | None:
+    """A device's PCIe link as sysfs gives it ({"speed": "16.0 GT/s PCIe", "width": 8}): the x16 figure of
+    its generation scaled to the width it trained to (a GPU in an x8 slot, or one that trained down)."""
+    m = re.match(r"([\d.]+) GT/s", str(link.get("speed") or ""))
+    width = link.get("width")
+    if not m or not isinstance(width, int) or width <= 0:
+        return None
+    e = next((e for e in table() if e["kind"] == "pcie" and e["gts"] == float(m.group(1))), None)
+    if e is None:
+        return None
+    name = e["name"].replace(" x16", f" x{width}")
+    if link.get("max_width") and link["max_width"] != width:
+        name += f" (trained down from x{link['max_width']})"
+    return Peak(e["peak"] * width / 16, name, None, e["source"])
+
+
 def ethernet(mbps: int, name: str = "") -> Peak | None:
     e = next(e for e in table() if e["kind"] == "ethernet")
     return Peak(mbps * e["per_mbps"], f"Ethernet {mbps / 1000:g} Gb/s{f' ({name})' if name else ''}",
@@ -107,12 +123,23 @@ def between_hosts(network: str | None, prov: list[dict[str, Any]], gpus_per_node
     return None, f"network {network!r}: its link rate is not in the table"
 
 
-def within_host(gpus: set[str], nvls: bool, transports: set[str]) -> tuple[Peak | None, str]:
-    """The link between GPUs of one host."""
+def _slowest_pcie(prov: list[dict[str, Any]]) -> Peak | None:
+    found = [pcie(g["pcie"]) for d in prov for g in d.get("gpus") or [] if g.get("pcie")]
+    return min((p for p in found if p), key=lambda p: p.gbps, default=None)
+
+
+def within_host(gpus: set[str], nvls: bool, transports: set[str],
+                prov: list[dict[str, Any]] | None = None) -> tuple[Peak | None, str]:
+    """The link between GPUs of one host: NVLink by GPU model, else the slowest GPU's PCIe link."""
     if not gpus:
         return None, "the GPU model is not known (no provenance, and the log does not name it)"
     gpu = min(gpus)
     if any(t.startswith("SHM") for t in transports):
         return None, "SHM goes through host memory, whose bandwidth is not in the table"
     peak = nvlink(gpu, nvls) or (nvlink(gpu) if nvls else None)
-    return (peak, "") if peak else (None, f"{gpu}: no NVLink peak in the table (PCIe-only GPU?)")
+    if peak:
+        return peak, ""
+    bus = _slowest_pcie(prov or [])
+    if bus:
+        return Peak(bus.gbps, f"{bus.link} ({gpu}, PCIe from sysfs)", None, bus.source), ""
+    return None, f"{gpu}: no NVLink in the table, and no provenance gives its PCIe link (sysfs)"

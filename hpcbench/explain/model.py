@@ -71,14 +71,15 @@ def buckets(nbytes: int, framework: str) -> list[int]:
 @dataclass(frozen=True)
 class Prediction:
     step_s: float
+    compute_s: float  # the compute-only step it started from
     comm_s: float  # all the reduction time
     exposed_s: float  # the part not hidden behind the backward pass
     buckets: int
     nbytes: int
 
     def describe(self, framework: str) -> str:
-        grouping = (f"{self.buckets} fusion buffer(s) of up to 128 MiB, 1 ms cycle each" if framework == "horovod"
-                    else f"{self.buckets} bucket(s): 1 MiB then 25 MiB")
+        grouping = (f"{self.buckets} fusion buffer(s) (Horovod: up to 128 MiB, a 1 ms cycle each)"
+                    if framework == "horovod" else f"{self.buckets} bucket(s) (DDP: the first of 1 MiB, then 25 MiB)")
         return (f"{self.nbytes / 2**20:.1f} MiB of float32 gradients in {grouping}: reduction "
                 f"{self.comm_s * 1e3:.2f} ms, of which {self.exposed_s * 1e3:.2f} ms not hidden behind backward")
 
@@ -90,4 +91,4 @@ def predict(compute_s: float, params: int, framework: str, curve: Fit) -> Predic
     comm = math.fsum(per_op)
     hidden = min(comm - per_op[-1], BACKWARD_SHARE * compute_s)  # the last bucket waits for backward's end
     exposed = comm - max(hidden, 0.0)
-    return Prediction(compute_s + exposed, comm, exposed, len(parts), nbytes)
+    return Prediction(compute_s + exposed, compute_s, comm, exposed, len(parts), nbytes)

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 from hpcbench.explain import PointWhy
-from hpcbench.tabular import format_table
 
-COLUMNS = ("point", "severity", "rule", "claim", "effect", "evidence", "fix")
-HEADERS = ("point", "severity", "finding", "claim", "effect", "evidence", "fix")
+COLUMNS = ("point", "severity", "rule", "claim", "effect", "evidence", "fix")  # the keys of rows()
 
 
 def rows(whys: list[PointWhy], everything: bool = True) -> list[dict[str, Any]]:
     """One dict per point x finding (every finding, or each point's top ones), and a communication point's link
-    peak: the rows of the table here and of hpcbench.explain(...).to_frame()."""
+    peak (COLUMNS): the rows of the listing here and of hpcbench.explain(...).to_frame()."""
     out = []
     for w in whys:
         for f in (w.findings if everything else w.top()):
@@ -28,8 +27,22 @@ def rows(whys: list[PointWhy], everything: bool = True) -> list[dict[str, Any]]:
     return out
 
 
-def as_table(whys: list[PointWhy], fmt: str = "table") -> str:
-    return format_table(rows(whys), COLUMNS, HEADERS, fmt=fmt)
+def as_table(whys: list[PointWhy], width: int = 100) -> str:
+    """For the terminal: each point, then its findings, most costly first, the claim wrapped and the
+    evidence and fix indented under it (a table of seven columns would be 400 characters wide)."""
+    out = []
+    for w in whys:
+        out.append(f"{w.label}  [{w.point.state}]")
+        for r in rows([w]):
+            head = f"  {r['severity']:<8} {r['rule']}: "
+            text = r["claim"] + (f" (effect: {r['effect']})" if r["effect"] and r["effect"] not in r["claim"] else "")
+            out.append(textwrap.fill(text, width, initial_indent=head, subsequent_indent=" " * 11))
+            for key in ("evidence", "fix"):
+                if r[key]:
+                    out.append(textwrap.fill(textwrap.shorten(str(r[key]), 240, placeholder=" …"), width, initial_indent=f"{'':11}{key}: ",
+                                             subsequent_indent=" " * 13))
+        out.append("")
+    return "\n".join(out).rstrip("\n")
 
 
 def as_json(whys: list[PointWhy]) -> str:
@@ -39,7 +52,7 @@ def as_json(whys: list[PointWhy]) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def as_markdown(whys: list[PointWhy], per_point: int = 3) -> str:
+def as_markdown(whys: list[PointWhy], per_point: int = 5) -> str:
     """The "Why" section: for each point, its costliest findings with their evidence and fix."""
     out = []
     for w in whys:
@@ -48,7 +61,7 @@ def as_markdown(whys: list[PointWhy], per_point: int = 3) -> str:
             continue
         out.append(f"- **{w.label}**")
         for f in top:
-            effect = f" — {f.effect}" if f.effect else ""
+            effect = f" — {f.effect}" if f.effect and f.effect not in f.claim else ""
             out.append(f"  - {f.severity}: {f.claim}{effect}")
             if f.evidence:
                 out.append(f"    - evidence: `{f.evidence}`")

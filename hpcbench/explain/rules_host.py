@@ -10,14 +10,16 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from hpcbench.explain.context import Context
+from hpcbench.explain.context import Context, typical_compute
 from hpcbench.explain.evidence import mask_cpus
 from hpcbench.findings import Finding
 from hpcbench.vocab import INFO, WARNING
 
-STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler
+STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler ...
+STRAGGLER_COST = 0.10  # ... when the wait costs at least this share of the step (below it, a busy host's noise)
 INPUT_BOUND = 0.10  # share of the step spent waiting for the batch
 COMPUTE_GROWTH = 0.20  # compute per step this much above the 1-rank-per-node point's
+MINOR = 0.02  # an effect below this share of the step is not worth a finding
 
 
 def _cpu_list(cpus: list[int]) -> str:
@@ -31,22 +33,48 @@ def binding(ctx: Context) -> list[Finding]:
         d = bad[0]
         out.append(Finding(WARNING, "binding", f"{len(bad)} rank(s) are not bound as asked: "
                            f"{d['affinity'].get('detail')}", "check the launcher's binding options "
-                           "(srun --cpu-bind, mpirun --bind-to) and cpus_per_task",
-                           f"provenance-rank{d.get('rank', 0)}.json affinity", subject=ctx.name))
+                           "(srun --cpu-bind, mpirun --bind-to) and cpus_per_task; a wrapper that calls taskset "
+                           "or numactl overrides them", f"provenance-rank{d.get('rank', 0)}.json affinity",
+                           subject=ctx.name))
     per_host: dict[str, list[dict[str, Any]]] = {}
     for d in ctx.provenance:
         per_host.setdefault(str(d.get("hostname")), []).append(d)
-    for host, docs in sorted(per_host.items()):
-        sets = [frozenset((d.get("affinity") or {}).get("cpus") or []) for d in docs]
-        unbound = all((d.get("affinity") or {}).get("requested") in (None, "slurm none") for d in docs)
-        if len(docs) > 1 and len(set(sets)) == 1 and sets[0]:
-            fix = "bind them: cpu_bind = \"sockets\" or \"cores\" in [slurm]" if unbound else \
-                "give each rank its own cores (cpus_per_task, cpu_bind = \"cores\")"
-            out.append(Finding(WARNING, "shared-cores", f"{len(docs)} ranks on {host} share the same CPUs "
-                               f"({_cpu_list(sorted(sets[0]))})" + (": they are not bound" if unbound else ""),
-                               fix, "; ".join(f"provenance-rank{d.get('rank')}.json affinity.cpus" for d in docs[:2]),
-                               subject=ctx.name))
-    return out + _nccl_affinity(ctx, per_host)
+    return out + [f for host, docs in sorted(per_host.items()) for f in _shared(ctx, host, docs)] + \
+        _nccl_affinity(ctx, per_host)
+
+
+def _threads(doc: dict[str, Any]) -> int:
+    """A rank's compute threads: OMP_NUM_THREADS as its job set it (hpcbench sets it to cpus_per_task)."""
+    env = doc.get("env") or {}
+    value = str(env.get("OMP_NUM_THREADS") or env.get("SLURM_CPUS_PER_TASK") or "1")
+    return int(value) if value.isdigit() else 1
+
+
+def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding]:
+    """Ranks of a host on one and the same CPU set: unbound, or with more threads than the set has CPUs
+    (two Slurm nodes on one host each give their rank CPU 0). A socket binding that gives two ranks the
+    two cores of their socket is by design, and silent."""
+    groups: dict[frozenset[int], list[dict[str, Any]]] = {}
+    for d in docs:
+        groups.setdefault(frozenset((d.get("affinity") or {}).get("cpus") or []), []).append(d)
+    out = []
+    for cpus, ranks in sorted(groups.items(), key=lambda kv: sorted(kv[0])):
+        if len(ranks) < 2 or not cpus:
+            continue
+        unbound = all(str((d.get("affinity") or {}).get("requested") or "none").endswith("none") for d in ranks)
+        threads = sum(_threads(d) for d in ranks)
+        if not unbound and threads <= len(cpus):
+            continue
+        listed = _cpu_list(sorted(cpus))
+        claim = (f"{len(ranks)} ranks on {host} are not bound: the kernel moves them between cores and sockets "
+                 f"(all on CPUs {listed})") if unbound else \
+            f"{len(ranks)} ranks on {host} run {threads} threads on the same {len(cpus)} CPU(s) ({listed})"
+        fix = "bind them: cpu_bind = \"sockets\" or \"cores\" in [slurm]" if unbound else \
+            "give each rank its own cores; Slurm nodes that share one host each hand out the same CPUs"
+        out.append(Finding(WARNING, "shared-cores", claim, fix, "; ".join(
+            f"provenance-rank{d.get('rank')}.json affinity" for d in ranks[:2]),
+            None if unbound else f"{threads / len(cpus):.1f} threads per CPU", ctx.name))
+    return out
 
 
 def _nccl_affinity(ctx: Context, per_host: dict[str, list[dict[str, Any]]]) -> list[Finding]:
@@ -73,89 +101,128 @@ def one_host(ctx: Context) -> list[Finding]:
                     "local backend) to measure between nodes", "result.json ranks[].hostname", subject=ctx.name)]
 
 
-def _cores(ctx: Context) -> dict[str, int]:
-    """Cores per host, from the record's node loads (read on each node), where the record has them."""
-    loads = getattr(ctx.record, "node_load", None) or []
-    return {str(n.get("host")): int(n["cpus"]) for n in loads if n.get("cpus")}
+def _hosts(loads: list[Any]) -> dict[str, list[Any]]:
+    """Node loads grouped by host: Slurm nodes that share a host (the minicluster) share its CPUs."""
+    out: dict[str, list[Any]] = {}
+    for n in loads:
+        out.setdefault(n.host, []).append(n)
+    return out
 
 
 def oversubscribed(ctx: Context) -> list[Finding]:
     rec = ctx.record
+    loads = list(getattr(rec, "node_load", None) or [])
     if rec is None:
         return []
-    cores = _cores(ctx)
-    cpt = getattr(rec, "cpus_per_task", None) or 1
-    per_host: dict[str, int] = {}
-    for r in rec.ranks:
-        per_host[r.hostname] = per_host.get(r.hostname, 0) + 1
-    for host, n in sorted(per_host.items()):
-        if host in cores and n * cpt > cores[host]:
-            return [Finding(WARNING, "oversubscribed", f"{n} ranks x {cpt} CPU(s) each on {host}, which has "
-                            f"{cores[host]} cores: {n * cpt / cores[host]:.1f}x oversubscribed",
-                            "fewer ranks per node, or fewer cpus_per_task; the minicluster's two nodes share one "
-                            "host's cores", "result.json node_load[].cpus, ranks[].hostname, cpus_per_task",
-                            f"every step waits for CPU time: {n * cpt / cores[host]:.1f} threads per core",
-                            ctx.name)]
-    if not cores and len(per_host) and rec is not None:
+    if not loads:
         return [Finding(INFO, "oversubscribed", "cannot tell whether the cores were oversubscribed: the record "
                         "has no per-node CPU count", "summarize a run made by this hpcbench (it records node_load)",
                         subject=ctx.name)]
+    for host, nodes in sorted(_hosts(loads).items()):
+        cpus = nodes[0].cpus
+        want = sum((n.ranks or 0) * (n.cpus_per_task or 1) for n in nodes)
+        if cpus and want > cpus:
+            parts = " + ".join(f"{n.ranks} x {n.cpus_per_task or 1} on {n.slurm_node or host}" for n in nodes)
+            return [Finding(WARNING, "oversubscribed", f"ranks x cpus_per_task on host {host} ask for {want} CPUs "
+                            f"({parts}), and it has {cpus} ({nodes[0].cores or '?'} cores): "
+                            f"{want / cpus:.1f}x oversubscribed", "fewer ranks per node, or fewer cpus_per_task"
+                            + ("; the Slurm nodes here share one host's cores" if len(nodes) > 1 else ""),
+                            "result.json node_load[]: host, cpus, ranks, cpus_per_task",
+                            f"every step waits for CPU time: {want / cpus:.1f} threads per CPU", ctx.name)]
     return []
 
 
 def compute_growth(ctx: Context) -> list[Finding]:
     """Compute per step should not depend on how many ranks share a node; when it grows, they compete."""
     p = ctx.point
-    if p.compute_time_s is None or (p.ranks_per_node or 1) <= 1:
+    mine = typical_compute(p)
+    if mine is None or (p.ranks_per_node or 1) <= 1:
         return []
-    peers = [a for a in ctx.others if a is not p and a.compute_time_s and a.ranks_per_node == 1
+    peers = [a for a in ctx.others if a is not p and a.ok and a.ranks_per_node == 1 and typical_compute(a)
              and (a.framework, a.backend, a.model, a.batch_size, a.device) ==
              (p.framework, p.backend, p.model, p.batch_size, p.device)]
     if not peers:
         return []
     base = min(peers, key=lambda a: a.nodes or 0)
-    growth = p.compute_time_s / base.compute_time_s - 1
+    theirs = typical_compute(base) or 0.0
+    growth = mine / theirs - 1
     if growth < COMPUTE_GROWTH:
         return []
-    cost = (p.compute_time_s - base.compute_time_s) / p.step_time_s if p.step_time_s else None
-    return [Finding(WARNING, "compute-growth", f"compute per step is {p.compute_time_s * 1e3:.1f} ms at "
-                    f"{p.ranks_per_node} ranks per node against {base.compute_time_s * 1e3:.1f} ms at 1 "
-                    f"({growth:+.0%}): the ranks of a node compete for its cores or memory bandwidth",
+    cost = (mine - theirs) / p.step_time_s if p.step_time_s else None
+    if cost is not None and cost < MINOR:
+        return []  # grown, but too little of the step to matter
+    return [Finding(WARNING, "compute-growth", f"compute per step is {mine * 1e3:.1f} ms at {p.ranks_per_node} "
+                    f"ranks per node against {theirs * 1e3:.1f} ms at 1 ({growth:+.0%}): the ranks of a node "
+                    "compete for its cores or memory bandwidth",
                     "give each rank its own cores (cpus_per_task) or run fewer ranks per node",
-                    f"compute_time_s of {p.label} and {base.label}",
+                    f"the median rank's compute-only step (result.json rank_compute_s) of {p.label} and {base.label}",
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
 
 
 def load(ctx: Context) -> list[Finding]:
-    loads = getattr(ctx.record, "node_load", None) or []
-    busy = [n for n in loads if n.get("cpus") and (n.get("before") or [0])[0] > n["cpus"]]
-    if not busy:
-        return []
-    n = busy[0]
-    return [Finding(WARNING, "load", f"{n.get('slurm_node') or n.get('host')} was already busy when the steps "
-                    f"started: load {n['before'][0]:.1f} on {n['cpus']} cores",
-                    "another job or process shared the node: ask for --exclusive, or look at what runs there",
-                    "result.json node_load[].before", subject=ctx.name)]
+    """A host whose 1-minute load, beyond this point's own ranks, exceeded its CPUs. The average lags by a
+    minute, so a high figure before the steps alone may be the previous job (info); high after them as
+    well, something ran beside this one (warning)."""
+    for host, nodes in sorted(_hosts(list(getattr(ctx.record, "node_load", None) or [])).items()):
+        n = nodes[0]
+        own = sum((x.ranks or 0) * (x.cpus_per_task or 1) for x in nodes)
+        if not n.cpus or not n.before or n.before[0] <= n.cpus or n.before[0] - own < 1.0:
+            continue
+        beside = bool(n.after) and n.after[0] - own >= max(1.0, 0.5 * n.cpus)
+        after = f", {n.after[0]:.1f} after them" if n.after else ""
+        claim = (f"host {host} was busy: 1-minute load {n.before[0]:.1f} on {n.cpus} CPUs when the steps started"
+                 f"{after}, of which this point's ranks account for at most {own}")
+        return [Finding(WARNING if beside else INFO, "load",
+                        claim + (": something ran beside it" if beside else
+                                 ": the load of the last minute, perhaps the job before this one"),
+                        "ask for --exclusive, or look at what runs there" if beside else
+                        "repeat the point (repeats = 3) to see whether it matters",
+                        "result.json node_load[].before/after", subject=ctx.name)]
+    return []
 
 
 def straggler(ctx: Context) -> list[Finding]:
+    """The slowest rank against the median of the others (with two ranks, a median over both would halve
+    the gap). Compute-only times tell: at the allreduce every rank waits for the slowest, so their step
+    times come out equal."""
     rec = ctx.record
-    times = getattr(rec, "rank_compute_s", None) or getattr(rec, "rank_step_s", None)
-    if rec is None or not times or len(times) < 2:
+    own = getattr(rec, "rank_compute_s", None)
+    times = own or getattr(rec, "rank_step_s", None)
+    if rec is None or not times or len(times) < 2 or any(t is None for t in times):
         return []
-    med = statistics.median(times)
     worst = max(range(len(times)), key=lambda r: times[r])
+    med = statistics.median(t for r, t in enumerate(times) if r != worst)
     over = times[worst] - med
     if med <= 0 or over / med < STRAGGLER:
         return []
     r = next((x for x in rec.ranks if x.rank == worst), None)
     where = f" on {r.slurm_node or r.hostname}" if r else ""
-    cost = over / rec.mean_step_time_s if rec.mean_step_time_s else None
-    return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {over * 1e3:.1f} ms ({over / med:+.0%}) "
-                    "longer per step than the median rank: every step waits for it",
+    cost = min(over / rec.mean_step_time_s, 1.0) if rec.mean_step_time_s else None
+    if cost is not None and cost < STRAGGLER_COST:
+        return []
+    what = "compute" if own else "step"
+    return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {times[worst] * 1e3:.1f} ms per {what}, the "
+                    f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it",
                     "look at that node: its load, clocks and neighbours (or a slow_rank left in the sweep)",
-                    "result.json rank_compute_s" if getattr(rec, "rank_compute_s", None) else "result.json rank_step_s",
+                    f"result.json rank_{what}_s",
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
+
+
+def gpu_numa(ctx: Context) -> list[Finding]:
+    """A rank whose GPU hangs off another socket than its CPUs: every copy crosses the socket link."""
+    rec = ctx.record
+    ok = getattr(rec, "gpu_numa_ok", None)
+    if ok is False:
+        return [Finding(WARNING, "gpu-numa", f"a GPU is fed across the socket link: {rec.gpu_numa_detail}",
+                        "put each rank on its GPU's socket: gpu_bind = \"block\" or \"closest\" in the cluster "
+                        "profile (README, GPU binding)", "provenance-rank<N>.json gpu_binding; result.json "
+                        "gpu_numa_detail", subject=ctx.name)]
+    if ok is None and ctx.point.device == "cuda" and rec is not None:
+        return [Finding(INFO, "gpu-numa", f"whether each GPU is on its rank's NUMA node is not known: "
+                        f"{getattr(rec, 'gpu_numa_detail', None) or 'the record predates this check'}",
+                        "make /sys/bus/pci/devices/<bus>/numa_node readable, or install nvidia-ml-py",
+                        subject=ctx.name)]
+    return []
 
 
 def input_pipeline(ctx: Context) -> list[Finding]:
@@ -167,4 +234,4 @@ def input_pipeline(ctx: Context) -> list[Finding]:
                     "the rest", "result.json input_fraction", f"about {share:.0%} of the step", ctx.name, share)]
 
 
-RULES = (binding, one_host, oversubscribed, compute_growth, load, straggler, input_pipeline)
+RULES = (binding, gpu_numa, one_host, oversubscribed, compute_growth, load, straggler, input_pipeline)

@@ -52,8 +52,8 @@ def within_noise_of_baseline(ctx: Context) -> list[Finding]:
 def communication(ctx: Context) -> list[Finding]:
     p = ctx.point
     share = p.comm_fraction
-    if share is None or share < COMM_BOUND or p.comm_time_s is None:
-        return []
+    if share is None or share < COMM_BOUND or p.comm_time_s is None or (p.world_size or 1) < 2:
+        return []  # one rank exchanges nothing: its step - compute-only step is noise
     if p.comm_within_noise:
         return [Finding(INFO, "comm-share", f"communication shows as {share:.0%} of the step, but its interval "
                         "reaches 0: within noise", "more steps or repeats to measure the split",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpcbench.findings import Finding
-from hpcbench.vocab import ERROR, INFO, WARNING
+from hpcbench.vocab import ERROR, INFO, NET_SOCKET, WARNING
 
 HINT_SOCKET = "check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE (and that the IB plugin/rdma-core load)"
 HINT_SHM = "P2P was not used inside the node: NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set? ACS or IOMMU on (check nvidia-smi topo -m)?"
@@ -59,7 +59,7 @@ def check_parsed(parsed: dict[str, Any], provenance: list[dict] | None = None, *
                            f"{len(socket_inter)} inter-node edges use NET/Socket (e.g. channel {e['channel']} "
                            f"{e['src']} -> {e['dst']}) while an InfiniBand device is visible {where_ib}",
                            HINT_SOCKET, subject=name))
-    elif where_ib and not edges and nccl.get("network") == "Socket" and len(nccl.get("hosts") or []) > 1:
+    elif where_ib and not edges and nccl.get("network") == NET_SOCKET and len(nccl.get("hosts") or []) > 1:
         out.append(Finding(ERROR, "socket-with-ib",
                            f"NCCL chose the Socket network across {len(nccl['hosts'])} hosts while an InfiniBand "
                            f"device is visible {where_ib}", HINT_SOCKET, subject=name))
@@ -98,13 +98,14 @@ def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None) -> str
         intra = sorted({e["transport"] for e in edges if e.get("transport")}) or nccl.get("transports") or []
         text = f"one host: {', '.join(intra)}" if intra else "no transport lines"
         text += " (NVLS)" if nccl.get("nvls_used") else ""
-        return text + (f"; network {network}{f' over {layer}' if layer else ''} selected" if network else "")
+        over = f" over {layer}" if layer and layer != network else ""  # not "RoCE over RoCE"
+        return text + (f"; network {network}{over} selected" if network else "")
     net = sorted({e["transport"].removesuffix("/GDRDMA") for e in inter if e.get("transport")})
     if not net:  # no edge lines: the selection line says which network
         net = [f"NET/{network}"] if network else ["network not shown"]
     text = f"inter-node: {', '.join(net)}"
     if any(t.startswith("NET/IB") for t in net) or network == "IB":
-        over = f" over {layer}" if layer else ""
+        over = f" over {layer}" if layer and f"NET/{layer}" not in net else ""
         text += f"{over} ({', '.join(devices[:2])}{', ...' if len(devices) > 2 else ''})" if devices else over
         gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
         if inter:

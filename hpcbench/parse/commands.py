@@ -31,7 +31,8 @@ def _summary_row(d: dict[str, Any]) -> list[str]:
     h = d["horovod"] or {}
     largest = t.get("largest") or {}
     return [
-        d["file"], n.get("version") or "-", n.get("network") or "-", ",".join(n.get("transports") or []) or "-",
+        d["file"], n.get("version") or "-", n.get("network") or "-", n.get("ib_link_layer") or "-",
+        ",".join(n.get("transports") or []) or "-",
         str(len(d["hosts"])), str(len(n.get("edges") or [])),
         _tests_cell(t, largest),
         "-" if not h else f"{h.get('total_img_sec')} img/s", str(len(d["records"])), str(len(d["warnings"])),
@@ -73,7 +74,8 @@ def parse_command(files: list[str], fmt: str) -> int:
     if fmt == "json":
         print(_dumps(docs))
         return 0
-    cols = ["file", "nccl", "network", "transports", "hosts", "edges", "nccl-tests", "horovod", "records", "warnings"]
+    cols = ["file", "nccl", "network", "link", "transports", "hosts", "edges", "nccl-tests", "horovod", "records",
+            "warnings"]
     print(format_table([dict(zip(cols, _summary_row(d))) for d in docs], cols))
     for d in docs:
         for w in d["warnings"]:

@@ -1,9 +1,15 @@
-"""The fast path's byte work on one span of an NCCL-dominated chunk: a pure function of the bytes and
-of the messages already seen, so it runs in the scanning process or in a worker process alike.
+"""The fast path's byte work on one span of an NCCL-dominated chunk: a pure function of the bytes, of the
+messages already read and of the hosts and launcher tags already known, so it runs in the scanning
+process or in a worker process alike.
 
-One regex pass collects the NCCL messages that can carry a fact; only the first line of a message not
-seen before is handed on (a 1024-rank job repeats the same edge lines for every communicator), with
-the number of copies of each WARN. Lines that are not NCCL messages are found by keyword.
+It gives the line path the same facts by handing it every line that could add one:
+- every line that is not a plain NCCL INFO line of a known host (an unknown host or tag, a WARN, another
+  prefix form, a table row, Horovod's /sec lines, records, prose), found by one regex pass;
+- the first line of each INFO message that can carry a fact (nccl.FACT_STARTS) and was not read before: a
+  1024-rank job repeats the same edge lines for every communicator.
+A plain INFO line of a known host whose message carries no fact, or was read before, adds nothing.
+Spans where a line could be the rest of a hard-wrapped one, or that hold non-ASCII or control bytes
+(which the line path cleans), are left to the line path.
 """
 
 from __future__ import annotations
@@ -11,23 +17,30 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import filterfalse
+from itertools import filterfalse, islice
 
-from hpcbench.parse import results
+from hpcbench.parse.nccl import FACT_STARTS, INIT_MSG
+from hpcbench.parse.prefixes import HOST, MPI_TAG, continues
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
-# NCCL messages that can carry a fact (the rest is chatter whose only fact, the host, is in these too).
-# The pattern starts with the literal "NCCL ": the regex engine then skips to each 'N' in a tight loop.
-MSG = re.compile(rb"NCCL (?:WARN|version|INFO (?:Channel|Ring|Coll|Using|NET|Bootstrap|comm|ncclCommInit|rank|"
-                 rb"\[Rank|Init timings|\d|NVLS|Connected|NCCL version))[^\n]*")
-_WARN = re.compile(rb"NCCL WARN[^\n]*")
-# Init lines differ per communicator (comm pointer, timings): nranks is the one fact the fast path
-# reads from them (the rank -> host map comes from the edge lines that every rank prints). Run over
-# the new messages joined by newlines, so it has a literal prefix.
-_INIT = re.compile(rb"\n(NCCL INFO (?:(?:ncclComm\w* )?comm 0x[0-9a-fA-F]+ |Init timings: )"
-                   rb"rank \d+ n[Rr]anks (\d+)(?![^ \n])[^\n]*)")
-_SEC = re.compile(rb"/sec")  # a regex: its search outruns bytes.find on this needle
-_RECORD = re.compile(re.escape(results.MARK.encode()))
+OTHERS_MAX = 1 / 200  # lines handed on one by one per byte of span: past about half the lines the line path is as fast
+# The messages that can carry a fact, and WARNs; "NCCL " first, so the regex engine skips to each 'N' in
+# a tight loop.
+MSG = re.compile(rb"NCCL (?:INFO[ \t](?:" + FACT_STARTS.encode() + rb")|WARN[ \t])[^\n]*")
+# Init lines differ per communicator (comm pointer): their facts are nranks, read here, and the host of
+# their rank, read from the first line for each (rank, nranks), which is handed on. Run over the new
+# messages joined by newlines, so it has a literal prefix.
+_INIT = re.compile(rb"\n(NCCL INFO[ \t]" + INIT_MSG.encode() + rb"[^\n]*)")
+_WARN_KEY = re.compile(rb"NCCL WARN[ \t][^\n]*")
+# A line of a known host: optional launcher tag and ISO time stamp (clean() peels both alike), the host, a
+# colon and a digit. Its facts are its host (known) and its message, which MSG finds: any NCCL level and
+# prefix form is fine. (Lines before NCCL 2.3 have no "NCCL" tag, so a chunk of them is never
+# NCCL-dominated.)
+_TS = rb"(?:[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:[.,][0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?[ \t]+)?"
+PLAIN = re.compile(rb"(?P<tag>\[[0-9]+(?:,[0-9]+)?\]<std(?:out|err)>:)?(?P<ts>" + _TS + rb")(?P<host>"
+                   + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
+_HOST_LINE = re.compile(rb"\n(?:\[[0-9]+(?:,[0-9]+)?\]<std(?:out|err)>:)?" + _TS + rb"(" + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
+_UNSAFE = (b"\x1b", b"\r", b"\x00")  # the line path strips ANSI codes, CRs and NULs (prefixes.decode)
 
 
 @dataclass
@@ -35,30 +48,142 @@ class Seen:
     """Messages already handed on, by whoever runs the extraction (the scanner or one worker)."""
 
     msgs: set[bytes] = field(default_factory=set)
-    warns: set[bytes] = field(default_factory=set)
+    warns: set[bytes] = field(default_factory=set)  # "WARN ..." messages: every copy is counted
+    inits: set[tuple[bytes, bytes]] = field(default_factory=set)  # (rank, nranks) of init lines handed on
 
 
 @dataclass
-class Found:
-    """What a span holds for the line path, in the order it is to be read."""
+class Known:
+    """Hosts (as printed in prefixes) and launcher tags of lines already handed on. A plain line of a known
+    host with a known tag tells the line path nothing new; ``other`` finds every line that is not one."""
 
-    fresh: list[tuple[bytes, bytes]] = field(default_factory=list)  # (line, message), the first line of each
-    warn_counts: dict[bytes, int] = field(default_factory=dict)  # copies of each WARN in the span
-    nranks: int | None = None  # the largest nranks of new init lines (which are not handed on)
-    extra: list[bytes] = field(default_factory=list)  # lines found by keyword ('/sec', records)
+    hosts: set[bytes] = field(default_factory=set)
+    tags: set[bytes] = field(default_factory=set)
+    stamped: bool = False  # lines start with an ISO time stamp (kubectl --timestamps)
+    other: re.Pattern[bytes] = re.compile(rb"\n([^\n]*)")
+    _dirty: bool = False
+
+    def learn(self, line: bytes) -> None:
+        m = PLAIN.match(line)
+        if m is None:
+            return
+        if m["host"] not in self.hosts:
+            self.hosts.add(m["host"])
+            self._dirty = True
+        if m["tag"] and m["tag"] not in self.tags:
+            self.tags.add(m["tag"])
+            self._dirty = True
+        if m["ts"] and not self.stamped:
+            self.stamped = self._dirty = True
+
+    def newcomers(self, buf: bytes, lo: int, hi: int) -> list[tuple[int, int]]:
+        """(start, end) of the first line of each host of ``buf[lo:hi]`` not known yet, which it learns."""
+        out, new = [], set()
+        for m in _HOST_LINE.finditer(buf, lo, hi):
+            if m.group(1) not in self.hosts and m.group(1) not in new:
+                new.add(m.group(1))
+                end = buf.find(b"\n", m.end(), hi)
+                out.append((m.start() + 1, hi if end < 0 else end))
+                self.learn(buf[out[-1][0]:out[-1][1]])
+        return out
+
+    def compiled(self) -> re.Pattern[bytes]:
+        if self._dirty and self.hosts:
+            self._dirty = False
+            # [0-9], not \d: several times faster on bytes
+            plain = _tags(self.tags) + (_TS if self.stamped else b"") + trie(self.hosts) + rb":[0-9]"
+            if self.tags:  # an mpirun tag in the middle: two ranks' output on one line, which the line path splits
+                plain += rb"(?![^\n]*\]<std)"
+            self.other = re.compile(rb"\n(?!" + plain + rb")([^\n]*)")
+        return self.other
 
 
-# In order: ('fast', Found); ('lines', bytes): nccl-tests tables, for the line path; ('text', bytes): a
-# chunk that is not NCCL-dominated, for the line path (wrapped lines may continue across it).
-Parts = list[tuple[str, Found | bytes]]
+def _tags(tags: set[bytes]) -> bytes:
+    """Tags that change nothing: with no tag or one, only those; once two tags of a form ("[1,N]<stdout>:",
+    "[N]<stdout>:") are known, launcher_prefix says the form, so any tag of it."""
+    if not tags:
+        return b""
+    if len(tags) == 1:
+        return b"(?:" + re.escape(next(iter(tags))) + b")?"
+    forms = {MPI_TAG.match(t.decode()).group(1) if b"," in t else None for t in tags}
+    alts = [(rb"\[" + f.encode() + rb",[0-9]+\]" if f else rb"\[[0-9]+\]") + rb"<std(?:out|err)>:"
+            for f in sorted(forms, key=str)]
+    return b"(?:" + b"|".join(alts) + b")?"
 
 
-def read_span(buf: bytes, lo: int, hi: int, seen: Seen, fast_min: int) -> Parts | None:
-    """The fast path over ``buf[lo:hi]``; None when the span is small or not NCCL-dominated."""
-    if hi - lo < fast_min or not nccl_dominated(buf, lo, hi):
+def trie(words: set[bytes]) -> bytes:
+    """A regex for exactly ``words``, as a trie whose branches that end alike are one character class
+    ("gpu-node-0[0-9][0-9]"): the engine tries alternatives one by one, so a flat alternation of 1024 host
+    names costs 1024 tries per line, this about one per character."""
+    root: dict = {}
+    for w in words:
+        node = root
+        for c in w:
+            node = node.setdefault(c, {})
+        node[None] = {}
+
+    def emit(node: dict) -> bytes:
+        tails: dict[bytes, list[int]] = {}
+        for c, sub in node.items():
+            if c is not None:
+                tails.setdefault(emit(sub), []).append(c)
+        alts = [(re.escape(bytes(cs)) if len(cs) == 1 else b"[" + b"".join(re.escape(bytes([c])) for c in sorted(cs)) + b"]")
+                + tail for tail, cs in sorted(tails.items())]
+        if None in node:
+            alts.append(b"")  # last: a longer name is tried first
+        return alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
+
+    return emit(root)
+
+
+# In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line
+# path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes):
+# the first line of a new message; ('nranks', n) from new init lines; ('warns', {message: n}): n more copies
+# of WARNs read before (last).
+Parts = list[tuple]
+
+
+def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: int) -> Parts | None:
+    """The fast path over the whole lines of ``buf[lo:hi]``; None when the line path must read it."""
+    if hi - lo < fast_min or not nccl_dominated(buf, lo, hi) or any(buf.find(c, lo, hi) >= 0 for c in _UNSAFE):
         return None
-    return [("fast", extract(buf, a, b, seen)) if kind == "fast" else ("lines", buf[a:b])
-            for kind, a, b in split_tables(buf, lo, hi)]
+    first = buf.find(b"\n", lo, hi)
+    last = buf.rfind(b"\n", lo, hi)
+    if first < 0 or first == last or not (buf.isascii() or buf[lo:hi].isascii()):  # the whole buffer: no copy
+        return None
+    # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
+    others = _others(buf, first, last, hi, known)
+    if others is None:
+        return None
+    msgs = MSG.findall(buf, first + 1, last)
+    new, nranks, fresh = _fresh(buf, first + 1, last, msgs, seen)
+    taken = {s for s, _, _ in others}
+    events = sorted([(s, "line", line, pred) for s, line, pred in others]
+                    + [(s, "fresh", line, -1) for s, line in fresh if s not in taken])
+    parts: Parts = [("text", buf[lo:first])]
+    if nranks is not None:
+        parts.append(("nranks", nranks))
+    parts += [(kind, line, pred) if kind == "line" else (kind, line) for _, kind, line, pred in events]
+    warns = _warn_copies(msgs, new, seen, [line for s, _, line, _ in events if s <= last])
+    if warns:
+        parts.append(("warns", warns))
+    return parts
+
+
+def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[bytes]) -> dict[bytes, int]:
+    """Copies of each WARN among ``msgs`` that no line handed on holds: the line path counts every WARN."""
+    seen.warns |= {m for m in new if m.startswith(b"NCCL WARN")}
+    present = seen.warns.intersection(msgs) if seen.warns else None
+    if not present:
+        return {}
+    counts = Counter(msgs)
+    left = {k: counts[k] for k in present}
+    for line in handed:
+        if b"NCCL WARN" in line:
+            for k in _WARN_KEY.findall(line):
+                if k in left:
+                    left[k] -= 1
+    return {k[10:]: n for k, n in left.items() if n > 0}
 
 
 def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
@@ -72,65 +197,66 @@ def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
     return lines > 0 and nccl >= 0.75 * lines
 
 
-def split_tables(buf: bytes, lo: int, hi: int) -> list[tuple[str, int, int]]:
-    """('fast', a, b) and ('lines', a, b) spans: nccl-tests headers, rows and trailers go through the
-    line path, from a little before the first '#' (rows of a table whose header was cut off) to the end
-    of the line of the last one."""
-    first = buf.find(b"#", lo, hi)
-    if first < 0:
-        return [("fast", lo, hi)]
-    a = buf.rfind(b"\n", lo, first)
-    for _ in range(64):
-        if a < lo:
+def _others(buf: bytes, first: int, last: int, hi: int, known: Known) -> list[tuple[int, bytes, int]] | None:
+    """(start, line, length of the line before it if that one is plain, else -1) for every line after the
+    first that is not a plain line of a known host, and for the last line (the next span's first line may
+    continue it); None when they are too many for the fast path to pay, or one may be the rest of a
+    wrapped line. When they are too many because hosts are new (the first spans of a file), those hosts
+    are learned from the first line of each, which is handed on, and the lines are looked for again."""
+    limit = int((last - first) * OTHERS_MAX)
+    found: list[tuple[int, int]] = []
+    for attempt in (0, 1):
+        lines = [(m.start() + 1, m.end()) for m in islice(known.compiled().finditer(buf, first, last), limit + 1)]
+        if len(lines) + len(found) <= limit:
             break
-        a = buf.rfind(b"\n", lo, a)
-    a = max(a + 1, lo)
-    b = buf.find(b"\n", buf.rfind(b"#", lo, hi), hi)
-    b = hi if b < 0 else b
-    out = []
-    if a > lo:
-        out.append(("fast", lo, a - 1))
-    out.append(("lines", a, b))
-    if b + 1 < hi:
-        out.append(("fast", b + 1, hi))
-    return out
+        if attempt:
+            return None
+        found = known.newcomers(buf, first, last)
+    out: list[tuple[int, bytes, int]] = []
+    prev_end = first  # the first line is read by the line path: a line after it is read as usual
+    for start, end in sorted(set(lines + found)):
+        if not _add(buf, start, end, prev_end, known, out):
+            return None
+        prev_end = end
+    return out if _add(buf, last + 1, hi, prev_end, known, out) else None
 
 
-def extract(buf: bytes, lo: int, hi: int, seen: Seen) -> Found:
-    """The lines of ``buf[lo:hi]`` the line path must read; ``seen`` is updated."""
-    found = Found()
-    msgs = MSG.findall(buf, lo, hi)
-    again: set[bytes] = set()
-    if seen.warns:
-        again = seen.warns.intersection(msgs)
-    if not seen.msgs.issuperset(msgs):  # C-level, and it stops at the first new message
-        fresh = set(filterfalse(seen.msgs.__contains__, msgs))
-        inits = _INIT.findall(b"\n" + b"\n".join(fresh))
-        if inits:
-            found.nranks = max(int(n) for _, n in inits)
-            fresh.difference_update(m for m, _ in inits)
-        seen.msgs |= fresh
-        todo = []
-        for msg in fresh:
-            if msg[10:].startswith((b"Channel", b"Ring")) and b" via " not in msg:
-                continue  # a ring listing, not a transport
-            if msg.startswith(b"NCCL WARN"):
-                seen.warns.add(msg)
-                again.add(msg)
-            todo.append(msg)
-        if todo:
-            found.fresh = _first_lines(buf, lo, hi, todo)
-    if again:  # a second pass, only over spans with WARNs
-        found.warn_counts = dict(Counter(_WARN.findall(buf, lo, hi)))
+def _add(buf: bytes, start: int, end: int, prev_end: int, known: Known, out: list[tuple[int, bytes, int]]) -> bool:
+    """Hand on ``buf[start:end]``; False when it may be the rest of the plain line before it."""
+    line = buf[start:end]
+    known.learn(line)
+    pred = -1
+    if start - 1 != prev_end:  # the line before was plain, and is not read as such: could this continue it?
+        ps = buf.rfind(b"\n", 0, start - 1) + 1
+        before = ps - 1 - (buf.rfind(b"\n", 0, ps - 1) + 1) if ps > 0 else 0
+        if continues(buf[ps:start - 1].decode(), line.decode(), before):
+            return False
+        pred = start - 1 - ps
+    out.append((start, line, pred))
+    return True
+
+
+def _fresh(buf: bytes, lo: int, hi: int, msgs: list[bytes], seen: Seen) -> tuple[set[bytes], int | None, list[tuple[int, bytes]]]:
+    """The messages not read before; the largest nranks of new init lines (which are not handed on, nor
+    remembered: each is new); (start, line) of the first line of each other new message."""
+    if seen.msgs.issuperset(msgs):  # C-level, and it stops at the first new message
+        return set(), None, []
+    fresh = set(filterfalse(seen.msgs.__contains__, msgs))  # only the new ones go into a set
+    nranks = None
+    inits = _INIT.findall(b"\n" + b"\n".join(fresh))
+    first = set()
+    if inits:
+        nranks = max(int(n) for _, _, n in inits)
+        fresh.difference_update(m for m, _, _ in inits)
+        for m, r, n in inits:
+            if (r, n) not in seen.inits:
+                seen.inits.add((r, n))
+                first.add(m)
+    seen.msgs |= fresh  # not the init lines: each is new, remembering them costs memory and saves nothing
+    fresh |= first
     if len(seen.msgs) > SEEN_MAX:
         seen.msgs.clear()
-        seen.warns.clear()
-    # Lines that are not NCCL messages: one C scan for '/sec' (Horovod, tf_cnn_benchmarks), one
-    # memchr for '{' (hpcbench records); NCCL version lines are among MSG's matches.
-    _keyword_lines(buf, lo, hi, _SEC, found.extra)
-    if buf.find(b"{", lo, hi) >= 0:
-        _keyword_lines(buf, lo, hi, _RECORD, found.extra)
-    return found
+    return fresh, nranks, _first_lines(buf, lo, hi, fresh)
 
 
 def _line_around(buf: bytes, lo: int, hi: int, start: int, end: int) -> tuple[int, int]:
@@ -139,33 +265,16 @@ def _line_around(buf: bytes, lo: int, hi: int, start: int, end: int) -> tuple[in
     return (lo if s < 0 else s + 1), (hi if e < 0 else e)
 
 
-def _keyword_lines(buf: bytes, lo: int, hi: int, rx: re.Pattern[bytes], out: list[bytes]) -> None:
-    m = rx.search(buf, lo, hi)
-    while m is not None:
-        start, end = _line_around(buf, lo, hi, m.start(), m.end())
-        if MSG.search(buf, start, end) is None:  # an NCCL message is read as one
-            out.append(buf[start:end])
-        m = rx.search(buf, end, hi)
-
-
-def _first_lines(buf: bytes, lo: int, hi: int, todo: list[bytes]) -> list[tuple[bytes, bytes]]:
-    """The first line of each message, in file order."""
+def _first_lines(buf: bytes, lo: int, hi: int, todo: set[bytes]) -> list[tuple[int, bytes]]:
+    """(start, line) of the first line holding each message, in file order."""
     spans = []
-    if len(todo) <= 32:
-        for msg in todo:
-            p = buf.find(msg, lo, hi)
-            while p >= 0 and p + len(msg) < hi and buf[p + len(msg)] != 10:
-                p = buf.find(msg, p + 1, hi)  # a longer message that starts the same way
-            if p >= 0:
-                spans.append((*_line_around(buf, lo, hi, p, p + len(msg)), msg))
-        spans.sort()
-    else:
-        wanted = set(todo)
-        for m in MSG.finditer(buf, lo, hi):
-            msg = m.group(0)
-            if msg in wanted:
-                wanted.discard(msg)
-                spans.append((*_line_around(buf, lo, hi, m.start(), m.end()), msg))
-                if not wanted:
-                    break
-    return [(buf[s:e], msg) for s, e, msg in spans]
+    wanted = set(todo)
+    if not wanted:
+        return []
+    for m in MSG.finditer(buf, lo, hi):
+        if m.group(0) in wanted:
+            wanted.discard(m.group(0))
+            spans.append(_line_around(buf, lo, hi, m.start(), m.end()))
+            if not wanted:
+                break
+    return [(s, buf[s:e]) for s, e in sorted(set(spans))]

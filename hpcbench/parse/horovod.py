@@ -1,42 +1,75 @@
 """Horovod synthetic benchmark totals and tf_cnn_benchmarks' ``total images/sec``. The last value wins:
-a benchmark prints per-iteration lines first and its summary at the end."""
+a benchmark prints per-iteration lines first and its summary at the end.
+
+Horovod prints its device in the line: ``Img/sec per GPU``/``CPU``, ``Total img/sec on N GPU(s)``/``CPU(s)``.
+The rank count is the N of that line, else the script's ``Number of GPUs: N``, else the launcher's
+``mpirun -np N`` / ``horovodrun -np N`` (the one before the totals, when a log holds several runs).
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-PER_GPU = re.compile(r"Img/sec per GPU:\s*([\d.]+)\s*\+-\s*([\d.]+)")
-TOTAL = re.compile(r"Total img/sec on (\d+) GPU\(s\):\s*([\d.]+)\s*\+-\s*([\d.]+)")
+PER_DEVICE = re.compile(r"Img/sec per (GPU|CPU):\s*([\d.]+)\s*\+-\s*([\d.]+)")
+TOTAL = re.compile(r"Total img/sec on (\d+) (GPU|CPU)\(s\):\s*([\d.]+)\s*\+-\s*([\d.]+)")
 TF_TOTAL = re.compile(r"total images/sec:\s*([\d.]+)")
+NUMBER_OF = re.compile(r"^Number of (GPU|CPU)s: (\d+)\s*$")
+LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|orterun|horovodrun)(?:\.\w+)?\s(?:.*?\s)?(?:-np|-n|--np|-c)\s+(\d+)\b")
 
 
 class HorovodState:
     def __init__(self) -> None:
-        self.per_gpu: float | None = None
-        self.per_gpu_err: float | None = None
+        self.per: dict[str, tuple[float, float]] = {}  # device -> (img/sec per device, +-)
         self.total: float | None = None
         self.total_err: float | None = None
-        self.num_gpus: int | None = None
+        self.device: str | None = None
+        self.count: int | None = None  # N of "Total img/sec on N GPU(s)"
+        self.number_of: int | None = None  # "Number of GPUs: N"
+        self.np: int | None = None  # the last launcher -np read
+        self.np_at_total: int | None = None  # the launcher -np in force when the totals were printed
         self.seen = False
 
     def feed(self, text: str) -> None:
-        if "Img/sec per GPU" in text:
-            m = PER_GPU.search(text)
+        if "/sec" in text:
+            self._rates(text)
+        elif "Number of " in text:
+            m = NUMBER_OF.search(text.strip())
             if m:
-                self.per_gpu, self.per_gpu_err, self.seen = float(m.group(1)), float(m.group(2)), True
+                self.number_of, self.device = int(m.group(2)), m.group(1)
+        elif "-n" in text or "-c" in text:
+            m = LAUNCHER.search(text)
+            if m:
+                self.np = int(m.group(1))
+
+    def _rates(self, text: str) -> None:
+        if "Img/sec per " in text:
+            m = PER_DEVICE.search(text)
+            if m:
+                self.per[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+                self.device, self.seen = m.group(1), True
         elif "Total img/sec" in text:
             m = TOTAL.search(text)
             if m:
-                self.num_gpus, self.total, self.total_err = int(m.group(1)), float(m.group(2)), float(m.group(3))
-                self.seen = True
+                self.count, self.device = int(m.group(1)), m.group(2)
+                self.total, self.total_err, self.seen = float(m.group(3)), float(m.group(4)), True
+                self.np_at_total = self.np
         elif "images/sec" in text:
             m = TF_TOTAL.search(text)
             if m:
                 self.total, self.total_err, self.seen = float(m.group(1)), None, True
+                self.np_at_total = self.np
 
     def result(self) -> dict[str, Any] | None:
         if not self.seen:
             return None
-        return {"total_img_sec": self.total, "per_gpu_img_sec": self.per_gpu, "num_gpus": self.num_gpus,
-                "total_img_sec_err": self.total_err, "per_gpu_img_sec_err": self.per_gpu_err}
+        launcher = self.np_at_total if self.total is not None and self.np_at_total is not None else self.np
+        ranks, source = next(((n, s) for n, s in ((self.count, "total line"), (self.number_of, "number line"),
+                                                  (launcher, "launcher")) if n is not None), (None, None))
+        gpu, cpu = self.per.get("GPU"), self.per.get("CPU")
+        return {"total_img_sec": self.total, "total_img_sec_err": self.total_err, "device": self.device,
+                "per_gpu_img_sec": gpu and gpu[0], "per_gpu_img_sec_err": gpu and gpu[1],
+                "num_gpus": self.count if self.device == "GPU" else None,
+                "per_cpu_img_sec": cpu and cpu[0], "per_cpu_img_sec_err": cpu and cpu[1],
+                "num_cpus": self.count if self.device == "CPU" else None,
+                "ranks": ranks, "ranks_source": source, "launcher_np": launcher}

@@ -11,23 +11,44 @@ import re
 from typing import Any
 
 from hpcbench.parse.prefixes import Line
+from hpcbench.vocab import LINK_LAYERS, NET_IB, NET_ROCE, NET_SOCKET
 
-VERSION = re.compile(r"NCCL version (\S+)")
-USING_NETWORK = re.compile(r"Using (?:network|internal Network) (.+?)\s*$")
+VERSION = re.compile(r"[NR]CCL version (?:: )?(\S+)")  # NCCL 1.x-2.30; RCCL "version X" and "version : X"
+# The INFO messages that can carry a fact, by how they start (catalogue.json names the shapes). The line
+# path reads facts only from these, and the fast path hands on only these, so both read the same lines.
+FACT_STARTS = (r"[NR]CCL version|Using |NET/|NET :|Bootstrap|Channel|Ring|Coll|comm |ncclComm|\[Rank|Init timings|"
+               r"rank [0-9]|NVLS|Connected|[0-9]")
+_FACT = re.compile(FACT_STARTS)
+USING_NETWORK = re.compile(r"Using (?:network|internal Network|external Network) (.+?)\s*$")
 IB_USING = re.compile(r"NET/IB ?: ?Using \[")
-IB_DEVICE = re.compile(r"\[\d+\]\s?([\w.-]+):\d+/(IB|RoCE)")
+# " [0]mlx5_0:1/IB", merged NICs " [0]={[0] mlx5_2:1/RoCE, ...}", 2.30.7 rail and plane "mlx5_0:1:0:1/IB" or
+# "mlx5_0:1::1/IB" (plane only), 2.3 "[0] mlx5_0:1/IB"
+IB_DEVICE = re.compile(r"\[\d+\]\s?([\w.-]+):\d+(?::\d*)*/(IB|RoCE|UNSPECIFIED)")
 IB_NODEV = re.compile(r"NET/IB ?: ?No device found")
 SOCKET_USING = re.compile(r"NET/Socket ?: ?Using \[")
-IB_IFACE = re.compile(r"(?:^|[\s\]])(ib[\w.]*|ibp[\w.]*|ibs[\w.]*):\d")
+IB_IFACE = re.compile(r"(?:^|[\s\]])(ib[\w.]*|ibp[\w.]*|ibs[\w.]*)(?::\d| for sideband)")  # IPoIB OOB/sideband
 EDGE = re.compile(r"(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[^\]]*\])?(?: -> (\d+)(?:\[[^\]]*\])?)?"
                   r"(?: \[(send|receive)\])?\s+via\s+(.+?)\s*$")
 COLL_EDGE = re.compile(r"(?:CollNet|Coll) (\d+)(?:/\d+)? : (\d+)(?:\[[^\]]*\])? \[(send|receive)\]\s+via\s+(.+?)\s*$")
-NRANKS = re.compile(r"\brank (\d+) n[Rr]anks (\d+)|\bn[Rr]anks[ :=]+(\d+)")
-NVLS_CHANNELS = re.compile(r"(\d+) nvls channels|nvls channels:\s*(\d+)")
-NVLS_USED = re.compile(r"NVLS comm 0x|Connected NVLS")
-COLLNET_USED = re.compile(r"Connected (?:CollNet|collnet)|CollNet channels connected")
+# init, comm-summary, Init timings and NVLS comm lines; a collective's "[nranks=N]" is chatter, not read
+NRANKS = re.compile(r"\brank (\d+) n[Rr]anks (\d+)")
+# An init line (and the comm summary, Init timings): its comm pointer makes each one unique. The rank it
+# names runs on the host that prints it; the first line for each (rank, nranks) says so (fastpath.py hands
+# on no more, so both paths read the same).
+INIT_MSG = (r"(?:(?:\[Rank [0-9]+\] )?(?:ncclComm[A-Za-z]* )?comm 0x[0-9a-fA-F]+ |Init timings(?: - [A-Za-z]+)?: )"
+            r"rank ([0-9]+) n[Rr]anks ([0-9]+)(?![^ \n])")
+_INIT = re.compile(INIT_MSG)
+# NVLS is used once its graph has channels: a channel count above 0, or a line NCCL prints only then
+# (graph/connect.cc prints the heads and trees of the NVLS graph; nvls.cc the NVLS comm, its tuning and
+# the connected tree). "multicast support is available" says only that it could be.
+NVLS_CHANNELS = re.compile(r"(\d+) nvls channels|nvls channels:\s*(\d+)|NVLS tuning: nChannels (\d+)")
+NVLS_USED = re.compile(r"NVLS comm 0x|Connected NVLS|NVLS Head +\d+:|NVLS Trees :")
+# CollNet connected (2.9+), its chains (printed after the CollNet setup check passed, 2.14-2.21)
+COLLNET_USED = re.compile(r"Connected (?:CollNet|collnet|Collnet Chains)|CollNet channels connected|^Collnet Chains ")
 NEVER_HOST = re.compile(r"\d+\.\d+\.\d+\.\d+$")
 INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS")
+
+EDGE_MSGS_MAX = 200_000  # edge messages remembered for the rank -> host map (~25 MB at most)
 
 _DEV_INDEX = re.compile(r"/\d+(?:\(\d+\))?(?=/|$)")
 
@@ -82,6 +103,8 @@ class NcclState:
         self.nvls = False
         self.collnet = False
         self.edges: dict[tuple[int, int, int, str], dict[str, Any]] = {}
+        self._edge_msgs: set[str] = set()
+        self._init_keys: set[tuple[str, str]] = set()
         self.warns: dict[str, dict[str, Any]] = {}
 
     def add_host(self, host: str) -> None:
@@ -93,15 +116,22 @@ class NcclState:
             self.rank_hosts.setdefault(rank, set()).add(host)
 
     def feed(self, ln: Line) -> None:
-        msg = ln.msg
         if ln.host:
             self.seen = True
             self.add_host(ln.host)
+            for h in ln.glued:
+                self.add_host(h)
         if ln.level:
             self.seen = True
             if ln.level == "WARN":
                 self._warn(ln)
-        if "NCCL version" in ln.text and self.version is None:
+            elif not _FACT.match(ln.msg):
+                return
+        self._facts(ln)
+
+    def _facts(self, ln: Line) -> None:
+        msg = ln.msg
+        if "CCL version" in ln.text and self.version is None:
             m = VERSION.search(ln.text)
             if m:
                 self.version = m.group(1)
@@ -128,18 +158,16 @@ class NcclState:
                 self.link_layers.add(m.group(2))
             if IB_NODEV.search(msg):
                 self.ib_failed = True
-        if "anks" in msg:
-            m = NRANKS.search(msg)
+        if "anks " in msg:
+            m = _INIT.match(msg) or NRANKS.search(msg)
             if m:
-                if m.group(1) is not None:
-                    n = int(m.group(2))
+                self.nranks = max(self.nranks or 0, int(m.group(2)))
+                if m.re is _INIT and (key := (m.group(1), m.group(2))) not in self._init_keys:
+                    self._init_keys.add(key)
                     self.rank_on(int(m.group(1)), ln.host)
-                else:
-                    n = int(m.group(3))
-                self.nranks = max(self.nranks or 0, n)
         if "nvls" in msg or "NVLS" in msg:
             m = NVLS_CHANNELS.search(msg)
-            if (m and int(m.group(1) or m.group(2)) > 0) or NVLS_USED.search(msg):
+            if (m and int(m.group(1) or m.group(2) or m.group(3)) > 0) or NVLS_USED.search(msg):
                 self.nvls = True
         if ("ollNet" in msg or "ollnet" in msg) and COLLNET_USED.search(msg):
             self.collnet = True
@@ -165,16 +193,23 @@ class NcclState:
         if m:
             ch, a, b, direction, raw = m.groups()
             self._transport(raw)
-            if b is None:
-                return
-            src, dst, chan = int(a), int(b), int(ch)
-            t = normalise(raw)
-            key = (src, dst, chan, t)
+            src, chan, t = int(a), int(ch), normalise(raw)
+            dst = None if b is None else int(b)
+            key = (src, -1 if dst is None else dst, chan, t)
             if key not in self.edges:
+                if t.startswith("NET/"):  # the network of transport lines: the one with most edges
+                    name = t[4:].removesuffix("/GDRDMA")
+                    self.net_counts[name] = self.net_counts.get(name, 0) + 1
+                if dst is None:
+                    self.edges[key] = {}  # counted, not listed: a line with no peer is no edge
+                    return
                 self.edges[key] = {"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw,
                                    "host": ln.host, "scope": None, "_dir": direction}
-            printer = dst if direction == "receive" else src
-            self.rank_on(printer, ln.host)
+            # The rank that printed it runs on this host. Only the first copy of a message counts: a
+            # later copy (another communicator, maybe on another host) adds nothing the fast path reads.
+            if dst is not None and m.group(0) not in self._edge_msgs and len(self._edge_msgs) < EDGE_MSGS_MAX:
+                self._edge_msgs.add(m.group(0))
+                self.rank_on(dst if direction == "receive" else src, ln.host)
             return
         m = COLL_EDGE.search(msg)
         if m:
@@ -184,20 +219,28 @@ class NcclState:
     def _transport(self, raw: str) -> None:
         self.seen = True
         self.raw_transports[raw] = None
-        t = normalise(raw)
-        if t == "CollNet":
+        if raw.startswith("COLLNET"):
             self.collnet = True
-        if t.startswith("NET/"):
-            name = t[4:].removesuffix("/GDRDMA")
-            self.net_counts[name] = self.net_counts.get(name, 0) + 1
 
     def network(self) -> tuple[str | None, str | None]:
+        """The network as a user names it: IB, RoCE (NCCL's IB transport over RoCE devices), Socket, or the
+        plugin's own name (IBext_v8, AWS Libfabric, ...); and whether a selection line or only the
+        transport lines show it."""
+        name, source = self._selected()
+        if name == NET_IB and self._link_layers() == [NET_ROCE]:
+            name = NET_ROCE
+        return name, source
+
+    def _link_layers(self) -> list[str]:
+        return sorted(self.link_layers & set(LINK_LAYERS))
+
+    def _selected(self) -> tuple[str | None, str | None]:
         if self.net_selected:
             return self.net_selected, "selection_line"
         if self.ib_using and not self.ib_failed:
-            return "IB", "selection_line"
+            return NET_IB, "selection_line"
         if self.ib_failed and self.socket_using:
-            return "Socket", "selection_line"
+            return NET_SOCKET, "selection_line"
         if self.net_counts:
             return max(self.net_counts, key=lambda k: self.net_counts[k]), "transport_lines"
         return None, None
@@ -216,6 +259,8 @@ class NcclState:
             transports.add("CollNet")
         edges = []
         for stored in self.edges.values():
+            if not stored:
+                continue
             e = dict(stored)
             direction = e.pop("_dir")
             hs, hd = self.host_of(e["src"]), self.host_of(e["dst"])
@@ -228,7 +273,7 @@ class NcclState:
             edges.append(e)
         edges.sort(key=lambda e: (e["channel"], e["src"], e["dst"], e["transport"]))
         network, source = self.network()
-        link = ("IB+RoCE" if len(self.link_layers) > 1 else next(iter(self.link_layers))) if self.link_layers else None
+        link = "+".join(self._link_layers()) or None
         return {
             "version": self.version,
             "network": network,

@@ -1,9 +1,9 @@
 """Worker processes for the fast path's byte work on big files. Each worker reads its chunks itself
 (pread), so no chunk crosses a pipe; only the lines the line path must read come back, in file order.
 
-A worker remembers the messages it handed on, not those of the other workers; the scanner drops the
-ones it has already read (``Scanner.apply``). As chunks are handed out in file order, whatever a
-worker has seen, the scanner has read before, so no first occurrence is lost.
+A worker remembers the messages it handed on and the hosts and tags it has seen, not those of the other
+workers: it hands on more than the scanner needs, never less, and reading a message again changes
+nothing (``Scanner.read_parts``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from hpcbench.parse import fastpath
 JOBS_ENV = "HPCBENCH_PARSE_JOBS"  # worker processes for big files; 1 reads them in one process
 
 _seen = fastpath.Seen()  # each worker's own, made afresh by _start
+_known = fastpath.Known()
 _fd = -1
 
 
@@ -70,8 +71,8 @@ def line_bounds(f: BinaryIO, size: int, chunk: int, max_line: int) -> list[tuple
 
 
 def _start(path: str) -> None:
-    global _seen, _fd
-    _seen, _fd = fastpath.Seen(), os.open(path, os.O_RDONLY)
+    global _seen, _known, _fd
+    _seen, _known, _fd = fastpath.Seen(), fastpath.Known(), os.open(path, os.O_RDONLY)
 
 
 def _work(span: tuple[int, int], chunk: int, fast_min: int) -> fastpath.Parts | None:
@@ -90,7 +91,7 @@ def _work(span: tuple[int, int], chunk: int, fast_min: int) -> fastpath.Parts | 
         if hi <= lo:  # a line longer than a chunk
             hi = data.find(b"\n", lo + chunk, end)
             hi = end if hi < 0 else hi
-        got = fastpath.read_span(data, lo, hi, _seen, fast_min)
+        got = fastpath.read_span(data, lo, hi, _seen, _known, fast_min)
         fast = fast or got is not None
         parts += [("text", data[lo:hi])] if got is None else got
         lo = hi + 1

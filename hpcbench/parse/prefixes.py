@@ -1,9 +1,12 @@
 """Line cleaning: peel launcher labels, timestamps and paste artefacts off a log line, then split an
 NCCL ``host:pid:tid [dev]`` prefix from its message.
 
-Real logs reach us through mpirun, srun -l, pdsh, Ray, torchrun, CloudWatch and terminal pastes; each
-adds its own label in front of what the program printed. Only the NCCL prefix names a host: launcher
-labels, IPs and prompts never do.
+Real logs reach us through mpirun, srun -l, pdsh, Ray, torchrun, TorchX, Python logging, CloudWatch and
+terminal pastes; each adds its own label in front of what the program printed. Only the NCCL prefix
+names a host: launcher labels, IPs and prompts never do. The prefix grammar of every release is in
+catalogue.json (ids ``prefix-*``): NCCL 2.3-2.30 print ``host:pid:tid [dev] NCCL INFO`` (WARN adds
+``file:line``, 2.30.7 ``file:line (func)``, TRACE a time, CALL no device), releases before 2.3 print
+the same prefix without the ``NCCL`` tag.
 """
 
 from __future__ import annotations
@@ -29,14 +32,25 @@ _LEADERS = [
     re.compile(r"[\w.-]+\s+\|\s(?=\S)"),  # docker compose "svc_1  | "
     re.compile(r"> (?=\S)"),  # quoted paste
     re.compile(r"`+"),  # inline code paste
+    re.compile(r"-\s(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s-\s"),  # Python logging "<ts> - INFO - "
 ]
-# pdsh "label: " (often an IP) in front of an NCCL prefix; only peeled when an NCCL prefix follows,
-# so "Model: ResNet50" keeps its label.
-_PDSH = re.compile(r"[\w.:-]+: (?=[A-Za-z0-9_][\w.-]*:\d+:\d+ \[\d+\] )")
-NCCL_PREFIX = re.compile(r"([A-Za-z0-9_][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:[\w./-]+:\d+ )?(?=NCCL )")
+# A host as NCCL prints it (gethostname() cut at the first '.'), or a placeholder a user pasted instead.
+HOST = r"(?:<[^<>\s:]{1,64}>|[A-Za-z0-9_*][\w.*-]*)"
+# After "host:pid:tid ": "[dev] " then, for WARN, "file:line " (2.30.7: "file:line (function) "; TRACE: a
+# time first) before "NCCL INFO|WARN|TRACE"; before 2.3 the tag is "INFO"/"WARN" alone; "NCCL CALL" has
+# no device.
+_AFTER_HOST = (r":(\d+):(\d+) (?:\[(\d+)\] (?:[\d.]+ )?(?:[\w./-]+:\d+ (?:\([^()\s]*\) )?)?"
+               r"(?=NCCL (?:INFO|WARN|TRACE|ABORT)\b|(?:INFO|WARN) )|(?=NCCL CALL ))")
+NCCL_PREFIX = re.compile("(" + HOST + ")" + _AFTER_HOST)
+# The same, anywhere in a line: two ranks' output glued together, or an NCCL line glued to other text.
+_PREFIX_ANYWHERE = re.compile(r"(?<![\w.*>-])(" + HOST + ")" + _AFTER_HOST)
+# Labels peeled only when an NCCL prefix follows, so "Model: ResNet50" and "[0] NCCL INFO" keep their
+# meaning: pdsh "label: " (often an IP), a rank tag "[12] " and TorchX "[trainer3]:" / "[trainer0|0]:".
+_BEFORE_PREFIX = re.compile(r"(?:[\w.:-]+: |\[(\d+)\]\s+|\[[A-Za-z][\w-]*(?:\|(\d+))?\]:)(?=" + HOST + r":\d+:\d+ )")
 RANK_ONLY = re.compile(r"\[(\d+)\] (?=NCCL (?:INFO|WARN))")
 _IPV4 = re.compile(r"\d+\.\d+\.\d+\.\d+$")
-_MARK = re.compile(r"NCCL (INFO|WARN|TRACE|ABORT)\s?")
+_MARK = re.compile(r"NCCL (INFO|WARN|TRACE|CALL|ABORT)(?:[ \t]|$)")
+_BARE_MARK = re.compile(r"(?:NCCL )?(INFO|WARN|TRACE|CALL|ABORT)(?:[ \t]|$)")  # after a host prefix only
 
 
 @dataclass
@@ -49,6 +63,7 @@ class Line:
     msg: str = ""  # text after the NCCL marker (or the whole text when there is none)
     rank: int | None = None  # from a launcher label (mpirun [1,N], srun -l N:, rank-only [N])
     tag: str | None = None  # the launcher label as printed, e.g. "[1,0]<stdout>:"
+    glued: tuple[str, ...] = ()  # hosts of earlier NCCL prefixes on the same line (interleaved output)
 
 
 def decode(raw: bytes) -> str:
@@ -95,9 +110,25 @@ def clean(text: str) -> Line:
     text = text.rstrip()
     m = NCCL_PREFIX.match(text)
     if m:
-        return _split_marker(Line(text=text, host=_host(m.group(1))), text[m.end():])
+        return _with_prefix(Line(text=text), text, m)
     if text.lstrip().startswith("|"):
         text = _cloudwatch(text)
+    line = _peeled(text)
+    text = line.text
+    m = NCCL_PREFIX.match(text)
+    if m:
+        return _with_prefix(line, text, m)
+    m = RANK_ONLY.match(text)
+    if m:
+        line.rank = int(m.group(1))
+        return _split_marker(line, text[m.end():])
+    if ("INFO " in text or "WARN " in text or "NCCL " in text) and (m := _PREFIX_ANYWHERE.search(text)):
+        return _with_prefix(line, text, m)  # glued after other text: what precedes it is no message
+    return _split_marker(line, text)
+
+
+def _peeled(text: str) -> Line:
+    """Launcher labels, timestamps and paste marks off the front; the rank and tag they name."""
     rank = tag = None
     for _ in range(8):
         stripped = text.lstrip(" \t")
@@ -112,25 +143,30 @@ def clean(text: str) -> Line:
                 text = stripped[m.end():]
                 break
         else:
-            m = _PDSH.match(stripped)
+            m = _BEFORE_PREFIX.match(stripped)
             if m:
+                if m.group(1) or m.group(2):
+                    rank = int(m.group(1) or m.group(2))
                 text = stripped[m.end():]
                 continue
             text = stripped
             break
-    line = Line(text=text, rank=rank, tag=tag)
-    m = NCCL_PREFIX.match(text)
-    if m:
-        line.host = _host(m.group(1))
-        rest = text[m.end():]
-    else:
-        m = RANK_ONLY.match(text)
-        if m:
-            line.rank = int(m.group(1))
-            rest = text[m.end():]
-        else:
-            rest = text
-    return _split_marker(line, rest)
+    return Line(text=text, rank=rank, tag=tag)
+
+
+def _with_prefix(line: Line, text: str, m: re.Match[str]) -> Line:
+    """The host of the prefix ``m`` and the message after it. When the message is itself another prefix (two
+    ranks wrote at once, and the first one's message went to the next line) its host counts too, and the
+    message is the one after it. A prefix in the middle of a message is not read: it may be glued to the
+    end of a cut word ("cudaDev 1 nvm" + "host:pid:tid"), which would make a host of "nvmhost"."""
+    line.host = _host(m.group(1))
+    _split_marker(line, text[m.end():], bare=True)
+    while line.msg[:1].isalnum() and (n := NCCL_PREFIX.match(line.msg)):
+        if line.host:
+            line.glued += (line.host,)
+        line.host = _host(n.group(1))
+        _split_marker(line, line.msg[n.end():], bare=True)
+    return line
 
 
 def _host(name: str) -> str | None:
@@ -138,11 +174,33 @@ def _host(name: str) -> str | None:
     return None if name.isdigit() or _IPV4.match(name) else name
 
 
-def _split_marker(line: Line, rest: str) -> Line:
-    mk = _MARK.match(rest)
+def _split_marker(line: Line, rest: str, bare: bool = False) -> Line:
+    """``bare``: after a host prefix, where releases before 2.3 print INFO/WARN without "NCCL"."""
+    mk = (_BARE_MARK if bare else _MARK).match(rest)
     if mk:
         line.level = mk.group(1)
         line.msg = rest[mk.end():]
     else:
         line.msg = rest
     return line
+
+
+_WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
+_ROW = re.compile(r"\s*\d+\s+\d+\s")
+_WHOLE_EDGE = re.compile(r"\s*(?:Ring|Channel|CollNet|Coll) \d+\S* : .* via ")
+_NOT_CONTINUATIONS = ("/sec", "NCCL version", "hpcbench.result/")
+
+
+def continues(prev: str, cur: str, before: int) -> bool:
+    """Whether ``cur`` is the rest of ``prev``, an NCCL line hard-wrapped by a terminal. ``before``: the
+    length of the line before ``prev``. A terminal cuts at its width, so the first part is at least as
+    long as the line before it; ``cur`` starts nowhere (no prefix, label, table row or message of its own).
+    Only the three lines decide, so the fast path, which skips most lines, decides alike."""
+    if len(prev) < max(_WRAP_MIN, before) or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
+        return False
+    if any(k in cur for k in _NOT_CONTINUATIONS) or _WHOLE_EDGE.match(cur):
+        return False
+    if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur):
+        return False
+    ln = clean(cur)
+    return not (ln.host or ln.level or ln.tag or ln.rank is not None or ln.text != cur.lstrip(" \t"))

@@ -3,30 +3,26 @@
 Two ways through a chunk, giving the same facts:
 - the line path cleans and reads every line (wrapped lines are joined, mid-line mpirun tags split);
 - the fast path (fastpath.py) is taken for big chunks that are almost only NCCL-prefixed lines
-  (multi-GB INFO logs): only the first line of each fact-carrying NCCL message goes to the line path.
-  For big files its byte work runs in worker processes (parallel.py); the facts are read here, in order.
-  Limits: a host none of whose ranks prints an edge line or another message of its own is not seen
-  (a message printed alike by many hosts is read once), and hard-wrapped lines are not joined
-  (wrapped logs are rarely NCCL-dominated).
+  (multi-GB INFO logs): it hands the line path every line that could add a fact (any line that is not a
+  plain INFO line of a known host, and the first line of each new fact-carrying message) and skips the
+  rest. For big files its byte work runs in worker processes (parallel.py); the facts are read here, in
+  order. tests/test_logs_fastpath.py checks both paths agree on every corpus file and on a generated log.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, BinaryIO
 
 from hpcbench.parse import fastpath, parallel, results
 from hpcbench.parse.horovod import HorovodState
 from hpcbench.parse.nccl import NcclState
 from hpcbench.parse.nccltests import NcclTestsState
-from hpcbench.parse.prefixes import MPI_TAG, NCCL_PREFIX, clean, decode, split_mid_line_tags
+from hpcbench.parse.prefixes import MPI_TAG, clean, continues, decode, split_mid_line_tags
 
 CHUNK = 2 << 20  # passes over a chunk this size hit the CPU cache: ~15% faster than 8 MiB
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
 FAST_MIN = 512 << 10  # smaller chunks always take the line path
 PARALLEL_MIN = 64 << 20  # smaller files are read by one process (starting workers costs ~0.1 s)
-_ROW = re.compile(r"\s*\d+\s+\d+\s")
-_WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
 
 
 class Scanner:
@@ -38,36 +34,28 @@ class Scanner:
         self.warnings: list[str] = []
         self.tags: dict[str, None] = {}
         self._pending: str | None = None
-        self._widest = 0  # longest line so far: the terminal width when a paste was hard-wrapped
+        self._before = 0  # length of the line before the pending one (hard-wrap test)
         self._seen = fastpath.Seen()  # NCCL messages already read (fast path)
+        self._known = fastpath.Known()  # hosts and tags of lines already read (fast path)
         self.lines = 0
         self.cut_lines = 0
         self.bad_bytes = 0
 
     # ---- line path -------------------------------------------------------------------------
-    def feed_raw(self, raw: bytes) -> None:
+    def feed_raw(self, raw: bytes, before: int = -1) -> None:
+        """One physical line. ``before``: the length of the line before it, when the fast path skipped that
+        one (it cannot be continued by this line: fastpath checked)."""
         text = decode(raw)
         if "\ufffd" in text:
             self.bad_bytes += text.count("\ufffd")
         for seg in split_mid_line_tags(text):
-            if self._pending is not None and self._continues(self._pending, seg):
+            if before < 0 and self._pending is not None and continues(self._pending, seg, self._before):
                 self._pending += seg
                 continue
+            if before < 0:
+                before = len(self._pending) if self._pending is not None else 0
             self.flush()
-            self._pending = seg
-            self._widest = max(self._widest, len(seg))
-
-    def _continues(self, prev: str, cur: str) -> bool:
-        """A hard-wrapped NCCL line: the previous line filled the terminal, this one starts nowhere."""
-        # A terminal wraps at its width, so a wrapped line is the widest seen so far.
-        if len(prev) < max(_WRAP_MIN, self._widest) or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
-            return False
-        if "/sec" in cur or "NCCL version" in cur or results.MARK in cur:
-            return False
-        if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur):
-            return False
-        ln = clean(cur)
-        return not (ln.host or ln.level or ln.tag or ln.rank is not None or ln.text != cur.lstrip(" \t"))
+            self._pending, self._before, before = seg, before, -1
 
     def flush(self) -> None:
         if self._pending is not None:
@@ -82,7 +70,7 @@ class Scanner:
         if ln.level is None:
             self.tests.feed(ln.text)
             self.horovod.feed(ln.text)
-        if results.MARK in text:
+        if ln.level is None and results.MARK in text:
             rec = results.from_line(ln.text, self.warnings)
             if rec is not None:
                 self.records.append(rec)
@@ -94,53 +82,38 @@ class Scanner:
 
     def feed_span(self, buf: bytes, lo: int, hi: int) -> None:
         """The lines of ``buf[lo:hi]``; bounds instead of a slice spare a copy of a whole chunk."""
-        parts = fastpath.read_span(buf, lo, hi, self._seen, FAST_MIN)
+        parts = fastpath.read_span(buf, lo, hi, self._seen, self._known, FAST_MIN)
         if parts is None:
             self._line_path(buf[lo:hi])
         else:
-            self._read_parts(parts)
+            self.read_parts(parts)
 
-    def _read_parts(self, parts: fastpath.Parts, mine: fastpath.Seen | None = None) -> None:
-        for kind, x in parts:
-            if isinstance(x, fastpath.Found):
+    def read_parts(self, parts: fastpath.Parts) -> None:
+        """What the fast path hands on, in file order. A worker process's parts may repeat a message this
+        scanner read from another worker's span: reading an INFO message again changes nothing."""
+        for part in parts:
+            kind = part[0]
+            if kind == "text":
+                self._line_path(part[1])
+            elif kind == "line":
+                self.lines += 1
+                self.feed_raw(part[1], part[2])
+            elif kind == "nranks":
+                self.nccl.nranks = max(self.nccl.nranks or 0, part[1])
+                self.nccl.seen = True
+            elif kind == "warns":
+                for msg, n in part[1].items():
+                    self.nccl.count_warn(decode(msg), n)
+            else:  # the first line of a new message: no line before it continues, none after (fastpath checked)
+                self.lines += 1
                 self.flush()
-                self.apply(x, mine)
-            elif kind == "lines":
-                self.flush()
-                self._line_path(x)
-                self.flush()
-            else:
-                self._line_path(x)
+                for seg in split_mid_line_tags(decode(part[1])):
+                    self._process(seg)
 
     def _line_path(self, block: bytes) -> None:
         for raw in block.split(b"\n"):
             self.lines += 1
             self.feed_raw(raw)
-
-    def apply(self, found: fastpath.Found, mine: fastpath.Seen | None = None) -> None:
-        """Read what the fast path found. ``mine``: this scanner's own record of messages read, when a
-        worker process extracted ``found`` against its own (it has not seen the other workers' chunks)."""
-        self.lines += 1  # counting them would cost a scan; only "is the file empty" is asked
-        if found.nranks is not None:
-            self.nccl.nranks = max(self.nccl.nranks or 0, found.nranks)
-            self.nccl.seen = True
-        fresh = found.fresh
-        if mine is not None:
-            fresh = [(line, msg) for line, msg in fresh if msg not in mine.msgs]
-            mine.msgs.update(msg for _, msg in fresh)
-            if len(mine.msgs) > fastpath.SEEN_MAX:
-                mine.msgs.clear()
-        firsts = {msg for _, msg in fresh}
-        for msg, n in found.warn_counts.items():
-            if msg not in firsts:
-                self.nccl.count_warn(decode(msg[10:]), n)
-        for line, msg in fresh:
-            self._process(decode(line))
-            n = found.warn_counts.get(msg, 0)
-            if n > 1:
-                self.nccl.count_warn(decode(msg[10:]), n - 1)
-        for line in found.extra:
-            self._process(decode(line))
 
     def feed_stream(self, f: BinaryIO) -> None:
         carry = b""
@@ -189,14 +162,13 @@ class Scanner:
             f.seek(0)
             self.feed_stream(f)
             return
-        mine = fastpath.Seen()
         for (a, b), parts in parallel.extracted(pool, bounds, CHUNK, FAST_MIN):
             if parts is None:  # not NCCL-dominated: the line path, here
                 f.seek(a)
                 data = f.read(b - a)
                 self._line_path(data[:-1] if data.endswith(b"\n") else data)
                 continue
-            self._read_parts(parts, mine)
+            self.read_parts(parts)
         self.flush()
 
     def launcher_prefix(self) -> str | None:

@@ -30,7 +30,7 @@ SEARCH_HINT = "$HPCBENCH_CLUSTER_PATH, clusters/ beside or above the sweep file,
 
 # Keys of a profile that are defaults for the sweep's [slurm] section (same names, same checks).
 SLURM_DEFAULT_KEYS = ("partition", "account", "qos", "gres", "time", "cpus_per_task", "mem", "launcher", "mpi",
-                      "cpu_bind", "python")
+                      "cpu_bind", "gpu_bind", "python")
 # Keys whose values are prepended to the sweep's (site stack first, then the sweep's own additions).
 SLURM_LIST_KEYS = ("module_use", "modules", "sbatch_args")
 LIMIT_KEYS = ("max_nodes", "max_gpus_per_node", "max_cpus_per_node", "max_time")

@@ -1,6 +1,10 @@
-"""Expand a SweepSpec into Points: the matrix product, minus excludes, each with a stable id.
+"""Expand a SweepSpec into Points: the product of its axes (each [[zip]] one factor), minus excludes, each
+with a stable id.
 
-A Point has one field per declared parameter (plan/fields.py), plus its id and label.
+A Point has one field per declared parameter (plan/fields.py), its id and label, and the axes that are
+not parameters: ``env`` (its environment variables), ``slurm`` (its measured [slurm] settings: both in
+its id) and ``job`` (scheduler settings of its job alone, such as a time limit zipped with nodes: never
+in its id). A sweep without such axes gives every point the id it always had.
 """
 
 from __future__ import annotations
@@ -8,13 +12,18 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import field, fields, make_dataclass
+import re
+from dataclasses import field, fields, make_dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from hpcbench.errors import ConfigError
-from hpcbench.plan.fields import PARAMS, id_params
+from hpcbench.plan.axes import env_axes_var, is_env
+from hpcbench.plan.fields import JOB_SETTINGS, PARAMS, POINT_SETTINGS, STANDING, id_params
 from hpcbench.plan.spec import SweepSpec
-from hpcbench.vocab import NO_FRAMEWORK
+from hpcbench.vocab import DATASET_SHAPES, MODELS, NO_FRAMEWORK
+
+EXTRA = ("env", "slurm", "job")  # (name, value) pairs, sorted by name; plan.json writes them as tables
 
 
 class _PointMethods:
@@ -22,6 +31,9 @@ class _PointMethods:
     label: str
     nodes: int
     ranks_per_node: int
+    env: tuple[tuple[str, str], ...]
+    slurm: tuple[tuple[str, Any], ...]
+    job: tuple[tuple[str, Any], ...]
 
     @property
     def world_size(self) -> int:
@@ -35,36 +47,58 @@ class _PointMethods:
         """Every declared parameter's value."""
         return {p.name: getattr(self, p.name) for p in PARAMS}
 
+    def settings(self, base: Any) -> Any:
+        """The [slurm] settings of this point's job: the sweep's ``base``, with its own axes' values, and its
+        environment variables exported after [slurm.env]."""
+        if not (self.env or self.slurm or self.job):
+            return base
+        return _settings(base, self.env, self.slurm, self.job)
+
     def to_dict(self) -> dict[str, Any]:
         # Flat fields only, so a shallow copy does (asdict deep-copies: 10x slower on 10,000 points).
-        return {name: getattr(self, name) for name in _POINT_FIELDS}
+        d = {name: getattr(self, name) for name in _FLAT}
+        d.update((name, dict(getattr(self, name))) for name in EXTRA if getattr(self, name))
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Any:
         """A point from plan.json; parameters that a run of an older hpcbench did not write take their default."""
-        return cls(**{k: v for k, v in d.items() if k in _POINT_NAMES})
+        kw = {k: v for k, v in d.items() if k in _POINT_NAMES}
+        kw.update((name, tuple(dict(kw[name]).items())) for name in EXTRA if name in kw)
+        return cls(**kw)
+
+
+@lru_cache(maxsize=4096)  # a few distinct combinations, asked once per point
+def _settings(base: Any, env: tuple[tuple[str, str], ...], slurm: tuple[tuple[str, Any], ...],
+              job: tuple[tuple[str, Any], ...]) -> Any:
+    exports = (*env, env_axes_var(env)) if env else ()
+    return replace(base, env=(*base.env, *exports), **dict(slurm), **dict(job))
 
 
 Point: Any = make_dataclass(
-    "Point", [("id", str), ("label", str), *((p.name, p.annotation, field(default=p.default)) for p in PARAMS)],
+    "Point", [("id", str), ("label", str), *((p.name, p.annotation, field(default=p.default)) for p in PARAMS),
+              *((name, tuple, field(default=())) for name in EXTRA)],
     bases=(_PointMethods,), frozen=True)
 Point.__module__ = __name__
 Point.__doc__ = "One job: a fully resolved set of measurement parameters (one field per declared parameter)."
 _POINT_FIELDS = tuple(f.name for f in fields(Point))
 _POINT_NAMES = frozenset(_POINT_FIELDS)
+_FLAT = tuple(n for n in _POINT_FIELDS if n not in EXTRA)
 
 
 def point_id(params: dict[str, Any]) -> str:
     """Hash of the parameters that reach the point's ranks: the same TOML always gives the same ids.
 
     Scheduler settings (partition, time, modules) are left out on purpose, so that resubmitting a
-    point with a longer time limit keeps its identity.
+    point with a longer time limit keeps its identity. ``params`` may hold the point's ``env`` and
+    ``slurm`` pairs: they count when there are any.
     """
     blob = json.dumps(id_params(params), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
-def label(p: dict[str, Any], repeats: int) -> str:
+def label(p: dict[str, Any], repeats: int, axes: str = "") -> str:
+    """What the point is, readable, and safe as a folder name: ``axes`` adds the values of the sweep's other axes."""
     layout = f"n{p['nodes']}x{p['ranks_per_node']}"
     if p["kind"] == "allreduce":  # named by its collective; all_reduce keeps the name labels always had
         what = p.get("collective") if p.get("collective") not in (None, "all_reduce") else "allreduce"
@@ -73,30 +107,70 @@ def label(p: dict[str, Any], repeats: int) -> str:
         text = f"none-{p['model']}-b{p['batch_size']}-{layout}"
     else:
         text = f"{'hvd-' if p['framework'] == 'horovod' else ''}{p['backend']}-{p['model']}-b{p['batch_size']}-{layout}"
-    return f"{text}-r{p['repeat']}" if repeats > 1 else text
+    return f"{text}{axes}-r{p['repeat']}" if repeats > 1 else f"{text}{axes}"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+NAMED = ("collective",)  # axes the label's own words name (a communication point is named by its collective)
+
+
+def axis_token(key: str, value: Any) -> str:
+    """One axis value in a label: steps20, NCCL_IB_DISABLE1, NCCL_ALGO_Ring, cpu_bind_cores (folder-name safe)."""
+    name = key[4:] if is_env(key) else key
+    text = _UNSAFE.sub("_", str(value))[:40]
+    return f"{name}{text}" if text[:1].isdigit() else f"{name}_{text}"
+
+
+def _label_tokens(spec: SweepSpec) -> list[tuple[str, dict[Any, str]]]:
+    """The axes a label shows beyond its usual words: those measured axes that take more than one value."""
+    return [(k, {v: f"-{axis_token(k, v)}" for v in values}) for k, values in spec.matrix.axes
+            if len(values) > 1 and k not in STANDING and k not in JOB_SETTINGS and k not in NAMED]
 
 
 def _excluded(values: dict[str, Any], excludes: tuple[dict[str, tuple[Any, ...]], ...]) -> bool:
     return any(all(values.get(k) in allowed for k, allowed in rule.items()) for rule in excludes)
 
 
+def _kinds(keys: list[str]) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """The env keys (key, variable), the measured [slurm] keys and the job's keys among ``keys``, sorted by name."""
+    env = sorted(((k, k[4:]) for k in keys if is_env(k)), key=lambda kv: kv[1])
+    return env, sorted(k for k in keys if k in POINT_SETTINGS), sorted(k for k in keys if k in JOB_SETTINGS)
+
+
 def expand(spec: SweepSpec) -> list[Point]:
-    """Matrix product in axis order (framework, backend, model, batch, nodes, ranks), then repeats."""
-    names = [name for name, _ in spec.matrix.axes]
+    """The product in axis order (framework, backend, model, batch, nodes, ranks, then the other axes), then repeats."""
+    factors = spec.matrix.factors()
+    env_keys, slurm_keys, job_keys = _kinds([k for names, _ in factors for k in names])
     workload = {p.name: getattr(spec.workload, p.name) for p in PARAMS if p.where == "workload"}
+    # An exclude may name any axis key; one the sweep does not vary matches its [workload] or [slurm] value.
+    fixed = {**workload, **{k: getattr(spec.slurm, k) for k in (*POINT_SETTINGS, *JOB_SETTINGS)}}
+    tokens, excludes, repeats = _label_tokens(spec), spec.matrix.excludes, spec.sweep.repeats
     points, seen = [], set()
-    for combo in itertools.product(*(values for _, values in spec.matrix.axes)):
-        values = dict(zip(names, combo))
-        if _excluded(values, spec.matrix.excludes):
+    for combo in itertools.product(*(rows for _, rows in factors)):
+        values = {k: v for (names, _), row in zip(factors, combo) for k, v in zip(names, row)}
+        if excludes and _excluded({**fixed, **values}, excludes):
             continue
         params = _resolve(spec, {**workload, **values})
-        for repeat in range(spec.sweep.repeats):
+        extra = {"env": tuple((name, values[k]) for k, name in env_keys),
+                 "slurm": tuple((k, values[k]) for k in slurm_keys), "job": tuple((k, values[k]) for k in job_keys)}
+        axes = "".join(shown[values[k]] for k, shown in tokens)
+        for repeat in range(repeats):
             params["repeat"] = repeat
-            pid = point_id(params)
+            pid = point_id({**params, **extra} if env_keys or slurm_keys else params)
             if pid not in seen:  # framework none: one point whatever the backend axis says
                 seen.add(pid)
-                points.append(Point(id=pid, label=label(params, spec.sweep.repeats), **params))
+                points.append(Point(id=pid, label=label(params, repeats, axes), **params, **extra))
     return points
+
+
+def current_jobs(spec: SweepSpec, points: list[Point]) -> list[Point]:
+    """``points`` (of plan.json) with the scheduler settings their sweep gives them now: a time limit zipped
+    with nodes and then lengthened in a run's sweep copy applies to what is submitted next, as an edited
+    [slurm] time does. Such settings never change an id, so the points are the same ones."""
+    if not any(k in JOB_SETTINGS for keys, _ in spec.matrix.zips for k in keys):
+        return [replace(p, job=()) if p.job else p for p in points]
+    now = {p.id: p.job for p in expand(spec)}
+    return [replace(p, job=now[p.id]) if now.get(p.id, p.job) != p.job else p for p in points]
 
 
 def _resolve(spec: SweepSpec, values: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +215,13 @@ def _check_point(spec: SweepSpec, values: dict[str, Any], p: dict[str, Any]) -> 
         raise ConfigError(f"{_where(spec, values)}: framework 'none' is one process with no communication, "
                           f"but this point has {world} ranks",
                           hint='add [[exclude]] framework = "none" with the larger nodes/ranks_per_node values')
+    if p["kind"] == "allreduce" and p["min_bytes"] > p["max_bytes"]:
+        raise ConfigError(f"{_where(spec, values)}: min_bytes {p['min_bytes']} is larger than max_bytes "
+                          f"{p['max_bytes']}", hint="exclude the pair with [[exclude]], or zip the two in a [[zip]]")
+    data = p["data"]
+    if data not in (None, "synthetic") and MODELS[p["model"]].input_shape != DATASET_SHAPES[data]:
+        raise ConfigError(f"{_where(spec, values)}: model {p['model']!r} does not take {data} samples "
+                          f"{DATASET_SHAPES[data]}", hint="zip data with model in a [[zip]], or exclude the pair")
 
 
 PLAN_COLUMNS = ("id", "label", *(p.name for p in PARAMS if p.column), "world_size")

@@ -32,18 +32,22 @@ def violations(spec: SweepSpec, points: list[Point]) -> list[str]:
     if c is None:
         return []
     out = []
-    if c.max_time and time_seconds(spec.slurm.time) > time_seconds(c.max_time):
+    zipped_time = spec.matrix.where("time") is not None  # then each point says its own
+    if c.max_time and time_seconds(spec.slurm.time) > time_seconds(c.max_time) and not zipped_time:
         out.append(f"slurm.time = {spec.slurm.time} exceeds max_time = {c.max_time}")
     for p in points:
+        s = p.settings(spec.slurm)  # a point's own cpus_per_task and time, where its axes set them
         why = []
+        if c.max_time and "time" in dict(p.job) and time_seconds(s.time) > time_seconds(c.max_time):
+            why.append(f"time = {s.time} exceeds max_time = {c.max_time}")
         if c.max_nodes is not None and p.nodes > c.max_nodes:
             why.append(f"nodes = {p.nodes} exceeds max_nodes = {c.max_nodes}")
         if c.max_gpus_per_node is not None and p.gpus_per_node > c.max_gpus_per_node:
             why.append(f"gpus_per_node = {p.gpus_per_node} " + ("but the cluster has no GPUs" if c.max_gpus_per_node == 0
                        else f"exceeds max_gpus_per_node = {c.max_gpus_per_node}"))
-        cpus = p.ranks_per_node * spec.slurm.cpus_per_task
+        cpus = p.ranks_per_node * s.cpus_per_task
         if c.max_cpus_per_node is not None and cpus > c.max_cpus_per_node:
-            why.append(f"ranks_per_node x cpus_per_task = {p.ranks_per_node} x {spec.slurm.cpus_per_task} = {cpus} "
+            why.append(f"ranks_per_node x cpus_per_task = {p.ranks_per_node} x {s.cpus_per_task} = {cpus} "
                        f"exceeds max_cpus_per_node = {c.max_cpus_per_node}")
         if why:
             out.append(f"point {p.label}: {'; '.join(why)}")

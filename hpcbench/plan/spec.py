@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.errors import ConfigError, read_text
-from hpcbench.plan import checks, cluster
+from hpcbench.plan import axes, checks, cluster
+from hpcbench.plan.axes import Matrix
 from hpcbench.plan.checks import fail, typename, unknown_key
 from hpcbench.plan.cluster import ClusterProfile
-from hpcbench.plan.fields import AXES, BY_NAME, PARAMS, SLURM, SWEEP, Setting, settings_class
+from hpcbench.plan.fields import PARAMS, SLURM, SWEEP, Setting, settings_class
 from hpcbench.vocab import DATASET_SHAPES, MODELS
 
 if sys.version_info >= (3, 11):
@@ -28,15 +29,8 @@ SweepInfo = settings_class("SweepInfo", SWEEP, "[sweep]: the study's name, descr
 SlurmSettings = settings_class("SlurmSettings", SLURM, "[slurm]: how each job is submitted (never in a point's id).")
 Workload = settings_class("Workload", _WORKLOAD, "[workload]: every rank's measurement parameters; the matrix "
                           "defaults.")
-SECTIONS = ("cluster", "sweep", "slurm", "workload", "matrix", "exclude")
-
-
-@dataclass(frozen=True)
-class Matrix:
-    """Ordered axes (name, values). ``excludes`` drop any point matching every key of one entry."""
-
-    axes: tuple[tuple[str, tuple[Any, ...]], ...]
-    excludes: tuple[dict[str, tuple[Any, ...]], ...] = ()
+SECTIONS = ("cluster", "sweep", "slurm", "workload", "matrix", "zip", "exclude")
+__all__ = ["Matrix", "SweepSpec", "load", "parse"]
 
 
 @dataclass(frozen=True)
@@ -66,19 +60,6 @@ def section(raw: Any, name: str, settings: tuple[Setting, ...], prefix: str) -> 
     for s in settings:
         out.setdefault(s.name, s.default)
     return out
-
-
-def _axis_values(name: str, raw: Any, where: str) -> tuple[Any, ...]:
-    values = raw if isinstance(raw, list) else [raw]
-    if not values:
-        raise fail(where, "expected at least one value")
-    out: list[Any] = []
-    for i, v in enumerate(values):
-        v = BY_NAME[name].check(v, f"{where}[{i}]" if isinstance(raw, list) else where)
-        if v in out:
-            raise fail(f"{where}[{i}]", f"duplicate value {v!r}")
-        out.append(v)
-    return tuple(out)
 
 
 def _profile(raw: Any, override: str | None, path: str, p: str, base: Path | None) -> ClusterProfile | None:
@@ -117,10 +98,10 @@ def parse(text: str, path: str = "<sweep>", cluster: str | None = None, base: Pa
     profile = _profile(raw.get("cluster"), cluster, path, p, base)
     slurm = cluster_merge(profile, raw.get("slurm"), section(raw.get("slurm"), "slurm", SLURM, p))
     workload = section(raw.get("workload"), "workload", _WORKLOAD, p)
+    matrix = axes.matrix(raw.get("matrix"), raw.get("zip"), raw.get("exclude"), workload, slurm["env"], p)
     spec = SweepSpec(path=path, text=text, sweep=SweepInfo(**sweep), slurm=SlurmSettings(**slurm),
-                     workload=Workload(**workload), matrix=_matrix(raw.get("matrix"), raw.get("exclude"), workload, p),
-                     cluster=profile)
-    _domain_rules(spec, raw.get("matrix"), p)
+                     workload=Workload(**workload), matrix=matrix, cluster=profile)
+    _domain_rules(spec, p)
     return spec
 
 
@@ -128,78 +109,60 @@ def cluster_merge(profile: ClusterProfile | None, raw_slurm: Any, checked: dict[
     return checked if profile is None else cluster.merge_slurm(profile, raw_slurm or {}, checked)
 
 
-def _matrix(raw: Any, raw_excludes: Any, workload: dict[str, Any], p: str) -> Matrix:
-    raw = {} if raw is None else raw
-    if not isinstance(raw, dict):
-        raise fail(f"{p}matrix", f"expected a table [matrix], got {typename(raw)}")
-    for key in raw:
-        if key not in AXES:
-            raise unknown_key(f"{p}matrix.{key}", key, AXES)
-    if "ranks_per_node" in raw and "gpus_per_node" in raw:
-        raise fail(f"{p}matrix", "give ranks_per_node or gpus_per_node, not both (one rank runs per GPU)")
-    if "gpus_per_node" in raw and workload["device"] != "cuda":
-        raise fail(f"{p}matrix.gpus_per_node", 'needs workload.device = "cuda"; use ranks_per_node on CPU')
-    # An axis the sweep does not write takes one value: its [workload] key, or its default. Of the two
-    # ways to say ranks per node, only the one written (else ranks_per_node) is an axis.
-    layout = "gpus_per_node" if "gpus_per_node" in raw else "ranks_per_node"
-    axes = []
-    for name in AXES:
-        if name in raw:
-            axes.append((name, _axis_values(name, raw[name], f"{p}matrix.{name}")))
-        elif name not in ("gpus_per_node", "ranks_per_node") or name == layout:
-            axes.append((name, (workload.get(name, BY_NAME[name].default),)))
-    return Matrix(tuple(axes), _excludes(raw_excludes, p))
+def _where(spec: SweepSpec, key: str, value: Any = None) -> str:
+    """Where the file gives ``key``: its axis (and the index of ``value`` in its list), else its [workload] key."""
+    where = spec.matrix.where(key)
+    if where is None:
+        return f"workload.{key}"
+    raw = _raw_at(spec, where)
+    return f"{where}[{raw.index(value)}]" if isinstance(raw, list) and value in raw else where
 
 
-def _excludes(raw: Any, p: str) -> tuple[dict[str, tuple[Any, ...]], ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise fail(f"{p}exclude", "expected an array of tables: write each entry as [[exclude]]")
-    out = []
-    for i, entry in enumerate(raw):
-        where = f"{p}exclude[{i}]"
-        if not isinstance(entry, dict) or not entry:
-            raise fail(where, "expected a non-empty table of matrix keys, e.g. { backend = \"mpi\", nodes = 4 }")
-        rule = {}
-        for key, value in entry.items():
-            if key not in AXES:
-                raise unknown_key(f"{where}.{key}", key, AXES)
-            rule[key] = _axis_values(key, value, f"{where}.{key}")
-        out.append(rule)
-    return tuple(out)
+def _raw_at(spec: SweepSpec, where: str) -> Any:
+    """The raw TOML value at a dotted place such as matrix.backend or zip[0].backend."""
+    node: Any = _toml(spec.text, spec.path)
+    for part in where.split("."):
+        name, _, index = part.partition("[")
+        node = node.get(name) if isinstance(node, dict) else None
+        if index and isinstance(node, list):
+            node = node[int(index.rstrip("]"))]
+    return node
 
 
-def _written(raw_matrix: Any, key: str) -> bool:
-    return isinstance(raw_matrix, dict) and key in raw_matrix
-
-
-def _domain_rules(spec: SweepSpec, raw_matrix: Any, p: str) -> None:
+def _domain_rules(spec: SweepSpec, p: str) -> None:
     w = spec.workload
+    values = dict(spec.matrix.axes)
     if w.kind == "allreduce" and w.min_bytes > w.max_bytes:
         raise fail(f"{p}workload.max_bytes", f"{w.max_bytes} is smaller than workload.min_bytes = {w.min_bytes}")
-    if w.kind == "allreduce" and "none" in dict(spec.matrix.axes).get("framework", (w.framework,)):
-        where = "matrix.framework" if _written(raw_matrix, "framework") else "workload.framework"
-        raise fail(f"{p}{where}", "framework 'none' has no communication to measure; allreduce needs ddp or horovod")
-    backends = dict(spec.matrix.axes)["backend"]
-    if w.device == "cpu" and "nccl" in backends:
-        # Name the key the user actually wrote: the matrix list, or the workload default.
-        if _written(raw_matrix, "backend"):
-            where = f"{p}matrix.backend" + (f"[{backends.index('nccl')}]" if isinstance(raw_matrix["backend"], list)
-                                            else "")
-        else:
-            where = f"{p}workload.backend"
-        raise fail(where, "'nccl' needs workload.device = \"cuda\" (NCCL has no CPU path); use gloo or mpi on CPU")
+    if w.kind == "allreduce" and "none" in values["framework"]:
+        raise fail(f"{p}{_where(spec, 'framework', 'none')}", "framework 'none' has no communication to measure; "
+                   "allreduce needs ddp or horovod")
+    if w.device == "cpu" and "nccl" in values["backend"]:
+        # Name the key the user actually wrote: the axis (and the value's index), or the workload default.
+        raise fail(f"{p}{_where(spec, 'backend', 'nccl')}", "'nccl' needs workload.device = \"cuda\" (NCCL has no "
+                   "CPU path); use gloo or mpi on CPU")
+    s = spec.slurm
+    if w.device == "cpu" and len(values.get("gpu_bind", ())) > 1:
+        raise fail(f"{p}{spec.matrix.where('gpu_bind')}", "places each rank on its GPU's socket; with "
+                   "workload.device = 'cpu' its points would repeat")
+    launchers = values.get("launcher", (s.launcher,))
+    if w.device == "cuda" and "closest" in values.get("gpu_bind", (s.gpu_bind,)) and set(launchers) - {"srun"}:
+        # Slurm binds GPUs to the tasks srun starts; mpirun's and torchrun's ranks are not Slurm tasks.
+        other = next(x for x in launchers if x != "srun")
+        raise fail(f"{p}{spec.matrix.where('gpu_bind') or 'slurm.gpu_bind'}", f"'closest' is srun's --gpu-bind, and "
+                   f"launcher {other!r} starts ranks Slurm cannot bind GPUs to; use gpu_bind = \"block\" (or "
+                   "launcher = \"srun\")")
     _data_rules(spec, p)
 
 
 def _data_rules(spec: SweepSpec, p: str) -> None:
     """Training keys that only make sense together (issue 3)."""
     w = spec.workload
-    if w.data != "synthetic":
-        if w.data_dir is None:
-            raise fail(f"{p}workload.data_dir", f"data = {w.data!r} reads a folder: set data_dir "
-                       f"(fill it with: hpcbench data fetch {w.data} --dest DIR)")
+    for data in dict(spec.matrix.axes).get("data", (w.data,)):
+        if data != "synthetic" and w.data_dir is None:
+            raise fail(f"{p}workload.data_dir", f"data = {data!r} reads a folder: set data_dir "
+                       f"(fill it with: hpcbench data fetch {data} --dest DIR)")
+    if w.data != "synthetic" and spec.matrix.where("data") is None:  # an axis of data: each point is checked
         shape = DATASET_SHAPES[w.data]
         for model in dict(spec.matrix.axes)["model"]:
             if MODELS[model].input_shape != shape:

@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpcbench.plan.fields import NAMES, POINT_KEY
-from hpcbench.report.samples import Sample
+from hpcbench.plan.fields import BY_NAME, MEASURED, NAMES
+from hpcbench.report.samples import ENV_COLUMN, OTHERS, Sample, axis_values
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import NOT_MEASURED
 
@@ -56,6 +56,7 @@ class Agg:
     base_throughput: float | None = None
     base_world_size: int | None = None
     notes: list[str] = field(default_factory=list)
+    apart: str = ""  # the values that tell it from the other points beyond its name: "steps=10, NCCL_ALGO=Ring"
 
     @property
     def first(self) -> Sample:
@@ -86,14 +87,19 @@ class Agg:
             self.comm_time_s - self.comm_time_ci95_s <= 0 < self.comm_time_ci95_s
 
     @property
+    def name(self) -> str:
+        """How the report names the point (samples.Sample.name), with what else tells it apart."""
+        return f"{self.samples[0].name} ({self.apart})" if self.apart else self.samples[0].name
+
+    @property
     def one_host_posing(self) -> bool:
         """Asked for several nodes, ran on one host (several slurmd on one machine, or the local backend)."""
         return bool(self.hosts) and self.nodes is not None and len(self.hosts) < self.nodes
 
 
 # Point fields (the declared parameters, where it came from) are the same in every repeat: read them from the first.
-POINT_FIELDS = (*NAMES, "source", "label", "point_id", "world_size", "cluster", "comm_method", "layout", "name",
-                "precision")
+POINT_FIELDS = (*NAMES, "source", "label", "point_id", "world_size", "cluster", "comm_method", "layout",
+                "precision", "env", "slurm")
 for _name in POINT_FIELDS:
     setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
 
@@ -103,8 +109,9 @@ def mean(values: list[float]) -> float | None:
 
 
 def point_key(s: Sample) -> tuple[Any, ...]:
-    """Samples with equal keys are repeats of one point: the same parameters (plan/fields.POINT_KEY) on one cluster."""
-    key = (s.cluster, *(getattr(s, n) for n in POINT_KEY), s.world_size)
+    """Samples with equal keys are repeats of one point: every parameter but the repeat (plan/fields.MEASURED), and
+    the same env and [slurm] axes, on one cluster. Two points that differ in steps or NCCL_ALGO are never averaged."""
+    key = (s.cluster, *(getattr(s, n) for n in MEASURED), s.env, s.slurm, s.world_size)
     # Logs of jobs hpcbench did not launch may come from anywhere: each file is its own point, never a
     # repeat of another file's (a speedup may still compare them, and names the file it compares with).
     return key if s.point_id is not None else (*key, s.source, s.label)
@@ -180,4 +187,38 @@ def aggregate(samples: list[Sample]) -> list[Agg]:
     groups: dict[tuple[Any, ...], list[Sample]] = {}
     for s in samples:
         groups.setdefault(point_key(s), []).append(s)
-    return [_one(group) for group in groups.values()]
+    aggs = [_one(group) for group in groups.values()]
+    mark_apart(aggs)
+    return aggs
+
+
+def varying(points: list[Any]) -> list[str]:
+    """The keys of samples.axis_values whose values differ among ``points``, in declaration order. A parameter a
+    point does not know (a foreign log's steps) differs from nothing; an env or [slurm] axis a point does not
+    have differs from one it has."""
+    values = [axis_values(a) for a in points]
+    keys = list(dict.fromkeys(k for v in values for k in v))
+    return [k for k in keys if len({repr(v.get(k)) for v in values if _known(k, v.get(k))}) > 1]
+
+
+def _known(key: str, value: Any) -> bool:
+    return key not in OTHERS or (value is not None and value != BY_NAME[key].unknown)
+
+
+def shown(key: str, value: Any) -> str:
+    """steps=10, NCCL_ALGO=Ring: an env axis by its variable's name."""
+    return f"{key.removeprefix(ENV_COLUMN)}={value}"
+
+
+def mark_apart(aggs: list[Agg]) -> None:
+    """Fill each point's ``apart``: the values beyond its name that differ among the points of its kind, so that
+    no table, legend or baseline names two different points alike."""
+    kinds: dict[Any, list[Agg]] = {}
+    for a in aggs:
+        kinds.setdefault(a.kind, []).append(a)
+    for group in kinds.values():
+        keys = varying(group)
+        if keys:
+            for a in group:
+                values = axis_values(a)
+                a.apart = ", ".join(shown(k, values[k]) for k in keys if values.get(k) is not None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcbench.errors import ConfigError
-from hpcbench.plan.fields import SERIES
+from hpcbench.plan.fields import CURVE
 from hpcbench.report.aggregate import Agg
 from hpcbench.vocab import NO_FRAMEWORK
 
@@ -43,10 +43,12 @@ def scaling_label(a: Any) -> str:
 
 
 def series_key(a: Any, leave: tuple[str, ...] = ()) -> tuple[Any, ...]:
-    """What a scaling curve is of (plan/fields.SERIES) on one cluster. The batch that is held fixed is
-    the per-rank one in weak scaling and the global one in strong scaling; the other varies along the curve."""
+    """What a scaling curve is of on one cluster: every parameter but the layout and the repeat (plan/fields.CURVE),
+    and the point's env and [slurm] axes, so that points that differ in steps or NCCL_ALGO are two curves. The batch
+    that is held fixed is the per-rank one in weak scaling and the global one in strong scaling; the other varies
+    along the curve."""
     varies = "batch_size" if a.scaling == "strong" else "global_batch_size"
-    key = (a.cluster, a.precision, *(getattr(a, n) for n in SERIES if n != varies and n not in leave))
+    key = (a.cluster, a.precision, *(getattr(a, n) for n in CURVE if n != varies and n not in leave), a.env, a.slurm)
     # A log of someone else's job whose cluster is unknown (no host names, no --cluster) is a curve of its own.
     return key if a.point_id is not None or a.cluster is not None else (*key, a.source)
 

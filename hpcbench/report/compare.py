@@ -3,9 +3,11 @@ says whether a difference is more than noise, and what else differed between the
 
 The verdict is Welch's t test on the mean step time (each side's standard error from its own 95%
 interval and degrees of freedom, as the report computed them): faster or slower at p < 0.05, else
-within noise. Points are matched on what they measure (plan/fields.POINT_KEY); every other declared
-parameter (steps, warm-up, ...) and every software version the records name is compared, and each
-difference is listed under the table, so a ratio is never read without them.
+within noise. Points are matched on what they measure (plan/fields.POINT_KEY) and on every other parameter
+or env/[slurm] axis that varies within a side (steps as an axis: each steps value is its own point);
+every other declared parameter (steps, warm-up, ...), environment variable or setting that differs between
+the sides, and every software version the records name, is listed under the table, so a ratio is never
+read without them.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hpcbench.plan.fields import NAMES, POINT_KEY
-from hpcbench.report.aggregate import Agg
+from hpcbench.plan.fields import BY_NAME, POINT_KEY
+from hpcbench.report.aggregate import Agg, shown, varying
 from hpcbench.report.baseline import scaling_label
 from hpcbench.report.fmt import num
+from hpcbench.report.samples import axis_values
 from hpcbench.report.tables_allreduce import curves
 from hpcbench.stats import t975, welch
 from hpcbench.tabular import Table
@@ -26,9 +29,10 @@ HEADERS = ["framework", "backend", "model", "scaling", "servers×ranks", "metric
            "step ms OLD → NEW", "verdict (Welch, step time)", "in", "state OLD / NEW"]
 
 
-def _key(a: Agg) -> tuple[Any, ...]:
+def _key(a: Agg, keys: list[str]) -> tuple[Any, ...]:
     # the cluster is left out on purpose: comparing one cluster with another is a use of --compare
-    return (*(getattr(a, n) for n in POINT_KEY), a.world_size)
+    values = axis_values(a)
+    return (*(getattr(a, n) for n in POINT_KEY), a.world_size, *(values.get(k) for k in keys))
 
 
 def _ratio(new: float | None, old: float | None) -> str:
@@ -74,13 +78,16 @@ def _row(o: Agg | None, n: Agg | None) -> list[Any]:
             _ratio(thr(n), thr(o)), f"{num(ms(o))} → {num(ms(n))}", verdict(o, n) if o and n else "—", where, states]
 
 
-def differences(pairs: list[tuple[Agg, Agg]]) -> list[str]:
-    """Every parameter and software version that differs between matched points, once each."""
+def differences(pairs: list[tuple[Agg, Agg]], matched: tuple[str, ...] = ()) -> list[str]:
+    """Every parameter, env/[slurm] axis and software version that differs between matched points, once each
+    (``matched``: the keys points were matched on, which cannot differ)."""
     found: dict[str, set[str]] = {}
     for o, n in pairs:
-        for name in NAMES:
-            if name not in POINT_KEY and name != "repeat" and getattr(o, name) != getattr(n, name):
-                found.setdefault(f"parameter {name}", set()).add(f"{getattr(o, name)} → {getattr(n, name)}")
+        vo, vn = axis_values(o), axis_values(n)
+        for name in dict.fromkeys((*vo, *vn)):
+            if name not in matched and vo.get(name) != vn.get(name):
+                what = f"parameter {name}" if name in BY_NAME else f"setting {name}"
+                found.setdefault(what, set()).add(f"{vo.get(name)} → {vn.get(name)}")
         vo, vn = o.first.versions, n.first.versions
         for name in sorted(set(vo) | set(vn)):
             if vo.get(name) != vn.get(name):
@@ -89,12 +96,18 @@ def differences(pairs: list[tuple[Agg, Agg]]) -> list[str]:
 
 
 def compare(old: list[Agg], new: list[Agg]) -> Table:
-    olds = {_key(a): a for a in old if a.measures}
-    news = {_key(a): a for a in new if a.measures}
+    old, new = [a for a in old if a.measures], [a for a in new if a.measures]
+    # a parameter or axis that varies within a side tells its points apart: points are matched on it too
+    axes = list(dict.fromkeys((*varying(old), *varying(new))))
+    olds, news = {_key(a, axes): a for a in old}, {_key(a, axes): a for a in new}
     keys = sorted(set(olds) | set(news), key=lambda k: tuple(str(x) for x in k))
-    t = Table("compare", "Comparison NEW vs OLD (ratio = NEW / OLD)", HEADERS,
-              [_row(olds.get(k), news.get(k)) for k in keys], empty="neither side has points")
-    t.notes += differences([(olds[k], news[k]) for k in keys if k in olds and k in news])
+    heads, rows = list(HEADERS), [_row(olds.get(k), news.get(k)) for k in keys]
+    if axes:
+        heads.insert(4, "settings")
+        for row, k in zip(rows, keys):
+            row.insert(4, ", ".join(shown(a, v) for a, v in zip(axes, k[-len(axes):]) if v is not None) or "—")
+    t = Table("compare", "Comparison NEW vs OLD (ratio = NEW / OLD)", heads, rows, empty="neither side has points")
+    t.notes += differences([(olds[k], news[k]) for k in keys if k in olds and k in news], tuple(axes))
     t.notes.append(f"verdict: Welch's t test on the mean step time at p < {ALPHA}, each side's standard error "
                    "from its own 95% interval (over repeats, or over the timed steps when fewer than 3)")
     return t

@@ -32,7 +32,7 @@ def efficiency_at_largest(aggs: list[Agg]) -> list[str]:
     series: dict[tuple[Any, ...], Agg] = {}
     for a in aggs:
         if a.kind == "train" and a.ok and a.efficiency is not None:
-            k = (a.framework, a.backend, a.model, a.scaling)
+            k = (a.framework, a.backend, a.model, a.scaling, a.apart)  # apart: two env values are two series
             if k not in series or (a.world_size, a.throughput) > (series[k].world_size, series[k].throughput):
                 series[k] = a
     return [f"efficiency at the largest scale, {a.framework}-{a.backend} {a.model} ({a.scaling} scaling): "

@@ -73,23 +73,31 @@ def _records(parsed: dict[str, Any], path: Path) -> list[Any]:
 
 
 def _horovod(hvd: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Any:
-    world = hvd.get("num_gpus") or nranks
+    world = hvd.get("ranks") or nranks
     total = hvd.get("total_img_sec")
     m, b = _MODEL.search(head), _BATCH.search(head)
     # lower case, so "ResNet50" from one benchmark and "resnet50" from another are one model
     model, batch = (m.group(1).lower() if m else "?"), (int(b.group(1)) if b else None)
-    said = list(how) + ([f"{world} GPUs from 'Total img/sec on N GPU(s)'"] if hvd.get("num_gpus") else [])
-    said += [f"model {model} from 'Model:'"] * bool(m) + [f"batch {batch}/GPU from 'Batch size:'"] * bool(b)
+    device = (hvd.get("device") or "GPU").upper()
+    said = list(how) + ([f"{world} {_ranks_from(device, hvd.get('ranks_source') or '')}"] if hvd.get("ranks") else [])
+    said += [f"model {model} from 'Model:'"] * bool(m) + [f"batch {batch}/{device} from 'Batch size:'"] * bool(b)
     if hvd.get("total_img_sec_err") is not None:
         said.append("± is Horovod's '+-' (1.96 × std over its iterations)")
     return Sample(state=PARSED if total else NO_RESULT, ok=bool(total),
                   framework="horovod", model=model, batch_size=batch, world_size=world,
-                  ranks_per_node=_layout(base["nodes"], world), device="cuda", throughput=total,
+                  ranks_per_node=_layout(base["nodes"], world), device="cpu" if device == "CPU" else "cuda",
+                  throughput=total,
                   # Horovod's benchmark prints +-1.96 sigma of its per-iteration rates: a 95% spread
                   throughput_ci95=hvd.get("total_img_sec_err"),
                   step_time_s=(batch * world / total) if (total and batch and world) else None,
                   reason="" if total else "Horovod output without a 'Total img/sec on N GPU(s)' line "
                   "(cut short, or still running?)", inferred="; ".join(said), **base)
+
+
+def _ranks_from(device: str, source: str) -> str:
+    """What Horovod's rank count was read from (hpcbench.parse.horovod)."""
+    return {"total line": f"{device}s from 'Total img/sec on N {device}(s)'",
+            "number line": f"{device}s from 'Number of {device}s: N'"}.get(source, "ranks from the launcher's -np N")
 
 
 def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Any:
@@ -132,9 +140,10 @@ def _precision(head: str) -> str | None:
 
 
 def _allreduce_row(r: dict[str, Any], collective: str) -> AllreduceRow:
-    wrong = r.get("oop_wrong")
+    side = "oop" if r.get("oop_busbw") is not None else "ip"  # rccl-tests may print in-place only
+    wrong = r.get(f"{side}_wrong")
     return AllreduceRow(size_bytes=int(r["size"]), count=int(r.get("count") or 0), dtype=str(r.get("type") or "?"),
-                        time_us=float(r["oop_time_us"]), algbw_gbps=float(r["oop_algbw"]),
-                        busbw_gbps=float(r["oop_busbw"]),
+                        time_us=float(r[f"{side}_time_us"]), algbw_gbps=float(r[f"{side}_algbw"]),
+                        busbw_gbps=float(r[f"{side}_busbw"]),
                         wrong=int(wrong) if isinstance(wrong, (int, float)) else -1, collective=collective,
                         redop=str(r.get("redop") or "?"), root=r["root"] if isinstance(r.get("root"), int) else -1)

@@ -125,7 +125,8 @@ def run_samples(rd: RunDir) -> list[Any]:
         p, paths = st.point, rd.point(st.point)
         names = paths.listing()
         prov = _provenance(paths, names)
-        common: dict[str, Any] = {**p.params(), "state": st.state, "final": st.final, "logs": paths.logs(names),
+        common: dict[str, Any] = {**p.params(), "env": p.env, "slurm": p.slurm, "state": st.state, "final": st.final,
+                                  "logs": paths.logs(names),
                                   "provenance": prov, "cluster": _cluster(prov), "job_id": st.job_id,
                                   "reason": st.explained}
         if st.ok and st.result is not None:

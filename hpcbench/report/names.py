@@ -40,9 +40,18 @@ def what(a: Agg) -> str:
 
 
 def point_name(a: Agg) -> str:
-    """A point on a plot or in a legend: what ran, over which network, where."""
+    """A point on a plot or in a legend: what ran, over which network, where, and what else tells it apart."""
     net = network(a)
-    return f"{what(a)}, {placement(a)}" + (f", {net}" if net else "")
+    return f"{what(a)}, {placement(a)}" + (f", {net}" if net else "") + (f", {a.apart}" if a.apart else "")
+
+
+def settings_column(heads: list[str], rows: list[list[Any]], points: list[Agg], at: int) -> None:
+    """A "settings" column at ``at`` (the values that tell points apart beyond the other columns: steps=10,
+    NCCL_ALGO=Ring), when any row has one; rows are ``points``' rows, in order."""
+    if any(a.apart for a in points):
+        heads.insert(at, "settings")
+        for row, a in zip(rows, points):
+            row.insert(at, a.apart or "—")
 
 
 def names_apart(aggs: list[Agg], name: Any = point_name) -> dict[int, str]:

@@ -16,7 +16,7 @@ from typing import Any
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.baseline import scaling_label, series_key
 from hpcbench.report.fmt import size
-from hpcbench.report.names import names_apart, network, point_name, unit, what
+from hpcbench.report.names import names_apart, network, unit, what
 from hpcbench.report.tables_allreduce import FACTORS, SIZES, TITLES, curves, present, without_figures
 from hpcbench.report.tables_scaling import train
 
@@ -39,7 +39,8 @@ def _plt() -> Any:
 def series_name(a: Agg) -> str:
     net = network(a)
     where = a.cluster or ", ".join(a.hosts) or "hosts not shown"
-    return f"{what(a)} ({scaling_label(a)}) on {where}" + (f", {net}" if net else "")
+    return f"{what(a)} ({scaling_label(a)}) on {where}" + (f", {net}" if net else "") + (f", {a.apart}" if a.apart
+                                                                                          else "")
 
 
 def _series(aggs: list[Agg]) -> dict[str, list[Agg]]:
@@ -176,7 +177,7 @@ def collective_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = No
         ax.annotate(f"{y / peak.gbps:.0%} of peak", (x, y), textcoords="offset points", xytext=(-4, 6),
                     ha="right", fontsize=7, color=line.get_color())
     for a in without_figures(aggs, collective):  # in the legend, never dropped: failed, or a library without it
-        ax.plot([], [], "x", color="red", label=f"no figures: {point_name(a)}: {a.state}")
+        ax.plot([], [], "x", color="red", label=f"no figures: {a.name}: {a.state}")
     _binary_sizes(ax)
     ax.set_yscale("log")
     ax.set(title=f"{TITLES[collective]} bus bandwidth vs message size (log-log; busbw = algbw × "

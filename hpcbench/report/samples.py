@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.plan.fields import BY_NAME, NAMES, PARAMS
-from hpcbench.records import AllreduceRow, ResultRecord
+from hpcbench.records import AllreduceRow, NodeLoad, ResultRecord
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import COMPLETED, UNSUPPORTED
 
@@ -43,6 +43,16 @@ class _Measured:
     gpu_samples: int | None = None
     gpu_reason: str | None = None
     affinity_ok: bool | None = None
+    input_time_s: float | None = None  # mean wait for the batch per step (slowest rank)
+    input_fraction: float | None = None  # its share of the step time
+    gpu_numa_ok: bool | None = None  # every rank's GPU on its CPUs' NUMA node
+    gpu_numa_detail: str | None = None
+    # Per rank (index = rank) and per node, for the explain engine; not CSV columns.
+    rank_step_s: list[float | None] = field(default_factory=list)
+    rank_compute_s: list[float | None] = field(default_factory=list)
+    rank_input_s: list[float | None] = field(default_factory=list)
+    rank_nodes: list[str] = field(default_factory=list)  # the Slurm node (else host) of each rank
+    node_load: list[NodeLoad] = field(default_factory=list)
     nodes_seen: str | None = None  # Slurm node names the ranks ran on
     hosts: tuple[str, ...] = ()  # distinct host names the ranks ran on (slurmds may share one host)
     n_steps: int | None = None  # timed steps behind step_time_ci95_s
@@ -56,6 +66,8 @@ class _Measured:
     record: ResultRecord | None = None  # the result record itself, for the evidence the explain rules read
     speedup: float | None = None  # filled by baseline.apply
     efficiency: float | None = None
+    env: tuple[tuple[str, str], ...] = ()  # the point's environment variables that are axes ([matrix.env])
+    slurm: tuple[tuple[str, Any], ...] = ()  # the point's measured [slurm] settings that are axes (cpus_per_task, ...)
 
     @property
     def layout(self) -> str:
@@ -84,8 +96,32 @@ TIDY_COLUMNS = tuple(dict.fromkeys((
     "framework", "kind", "device", "scaling", "global_batch_size", "cluster", "step_time_ci95_ms",
     "throughput_ci95", "comm_time_ms", "compute_time_ms", "compute_time_ci95_ms", "comm_fraction", "gpu_util_mean",
     "gpu_util_min", "affinity_ok", "source", "inferred", "hosts",
+    # the explain engine's evidence (issue 12)
+    "input_time_ms", "input_fraction", "gpu_numa_ok",
     *NAMES,
 )))
+
+
+# What a point's usual name says (framework-backend, model, layout, the batch in its scaling label); the other
+# parameters, and its env and [slurm] axes, tell points apart where they vary (names.py says them).
+NAMED = ("framework", "backend", "model", "nodes", "ranks_per_node", "gpus_per_node", "kind", "scaling",
+         "batch_size", "global_batch_size", "repeat")
+OTHERS = tuple(n for n in NAMES if n not in NAMED)
+ENV_COLUMN = "env."  # records.csv: one column env.NAME per environment variable that is an axis
+
+
+def axis_values(s: Any) -> dict[str, Any]:
+    """The values beyond a point's name: the other parameters, env.NAME of its env axes, its [slurm] axes."""
+    d = {n: getattr(s, n) for n in OTHERS}
+    d.update((f"{ENV_COLUMN}{k}", v) for k, v in s.env)
+    d.update(s.slurm)
+    return d
+
+
+def tidy_columns(samples: Any) -> tuple[str, ...]:
+    """records.csv's columns: TIDY_COLUMNS, then one per env or [slurm] axis that any sample has."""
+    extra = {f"{ENV_COLUMN}{k}" for s in samples for k, _ in s.env} | {k for s in samples for k, _ in s.slurm}
+    return (*TIDY_COLUMNS, *sorted(extra - set(TIDY_COLUMNS)))
 
 
 def _ms(v: float | None) -> float | None:
@@ -100,9 +136,12 @@ def tidy_row(s: Any) -> dict[str, Any]:
     d["hosts"] = " ".join(s.hosts) or None
     d.update(step_time_ms=_ms(s.step_time_s), step_time_ci95_ms=_ms(s.step_time_ci95_s),
              comm_time_ms=_ms(s.comm_time_s), compute_time_ms=_ms(s.compute_time_s),
-             compute_time_ci95_ms=_ms(s.compute_time_ci95_s),
+             compute_time_ci95_ms=_ms(s.compute_time_ci95_s), input_time_ms=_ms(s.input_time_s),
              throughput_per_rank=(s.throughput / s.world_size if s.throughput and s.world_size else None))
-    return {c: d.get(c) for c in TIDY_COLUMNS}
+    row = {c: d.get(c) for c in TIDY_COLUMNS}
+    row.update((f"{ENV_COLUMN}{k}", v) for k, v in s.env)
+    row.update(s.slurm)
+    return row
 
 
 def record_params(rec: ResultRecord) -> dict[str, Any]:
@@ -138,6 +177,13 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
         "gpu_reason": rec.gpu_reason, "affinity_ok": rec.affinity_ok, "nodes_seen": " ".join(rec.slurm_nodes) or None,
         "hosts": tuple(sorted({r.hostname for r in rec.ranks})), "n_steps": len(rec.step_times_s) or None,
         "versions": dict(rec.versions), "allreduce": list(rec.allreduce), "record": rec,
+        "input_time_s": rec.input_time_s, "input_fraction": rec.input_fraction, "gpu_numa_ok": rec.gpu_numa_ok,
+        "gpu_numa_detail": rec.gpu_numa_detail, "rank_step_s": list(rec.rank_step_s),
+        "rank_compute_s": list(rec.rank_compute_s), "rank_input_s": list(rec.rank_input_s),
+        "rank_nodes": [r.slurm_node or r.hostname for r in sorted(rec.ranks, key=lambda r: r.rank)],
+        "node_load": list(rec.node_load),
+        # the variables the ranks saw, where the point varied some (the plan's values, given in extra, win)
+        "env": tuple(sorted((rec.params.get("env") or {}).items())),
     }
     if rec.kind != "train":  # records from before collectives (result/1, /2) measured all_reduce
         kw.setdefault("collective", BY_NAME["collective"].default)

@@ -16,7 +16,7 @@ from hpcbench.report import baseline as baseline_mod
 from hpcbench.report import findings as fnd
 from hpcbench.report.aggregate import Agg, aggregate
 from hpcbench.report.inputs import Inputs, load
-from hpcbench.report.samples import TIDY_COLUMNS, tidy_row
+from hpcbench.report.samples import OTHERS, TIDY_COLUMNS, tidy_columns, tidy_row
 from hpcbench.rundir import RunDir
 from hpcbench.tabular import Table, format_table
 
@@ -56,6 +56,10 @@ class Report:
         if self._tidy is None:
             self._tidy = [tidy_row(s) for s in self.inputs.samples]
         return self._tidy
+
+    def columns(self) -> tuple[str, ...]:
+        """records.csv's columns: one per env or [slurm] axis after the declared ones."""
+        return tidy_columns(self.inputs.samples)
 
     def default_out(self) -> Path:
         """RUN_DIR/report for a single run directory, else ./hpcbench-report."""
@@ -120,7 +124,7 @@ def records_json(rows: list[dict[str, Any]]) -> str:
 def text(report: Report, fmt: str = "table") -> str:
     """Everything for the terminal: the tables in ``fmt``, or the tidy records as CSV or JSON."""
     if fmt == "csv":
-        return format_table(report.tidy(), TIDY_COLUMNS, fmt="csv")
+        return format_table(report.tidy(), report.columns(), fmt="csv")
     if fmt == "json":
         return records_json(report.tidy())
     from hpcbench.report.markdown import tables_text
@@ -137,15 +141,15 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
         from hpcbench.report.plots import write_all
 
         report.plots = write_all(report.aggs, out, report.baseline.mode, report.peaks())
-    rows = report.tidy()
-    csv_text = format_table(rows, TIDY_COLUMNS, fmt="csv")
+    rows, columns = report.tidy(), report.columns()
+    csv_text = format_table(rows, columns, fmt="csv")
     atomic_write_text(out / "records.csv", csv_text)
     atomic_write_text(out / "records.json", records_json(rows))
     atomic_write_text(out / "report.md", report_md(report))
     for rd in report.inputs.run_dirs:  # the run directory keeps its own summary.csv, as before
         mine = [r for r in rows if r["source"] == str(rd.root)]
         atomic_write_text(rd.summary_csv, csv_text if len(mine) == len(rows) else
-                          format_table(mine, TIDY_COLUMNS, fmt="csv"))
+                          format_table(mine, columns, fmt="csv"))
     return [out / "report.md", out / "records.csv", out / "records.json",
             *(out / n for n, v in report.plots.items() if v == "written")]
 
@@ -156,15 +160,16 @@ def summarize(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]
 
     samples = run_samples(rd)
     baseline_mod.apply(aggregate(samples), "auto")
-    rows = [tidy_row(s) for s in samples]
-    atomic_write_text(rd.summary_csv, format_table(rows, TIDY_COLUMNS, fmt="csv"))
+    rows, columns = [tidy_row(s) for s in samples], tidy_columns(samples)
+    atomic_write_text(rd.summary_csv, format_table(rows, columns, fmt="csv"))
     if fmt == "csv":
-        return format_table(rows, TIDY_COLUMNS, fmt="csv"), rows
+        return format_table(rows, columns, fmt="csv"), rows
     from hpcbench.report.fmt import clip
 
-    # a communication point's "model" is what it measured: its collective
-    shown = [dict(r, reason=clip(r.get("reason"), 70) or None,
-                  model=r["collective"] if r.get("kind") != "train" and r.get("collective") else r["model"])
-             for r in rows]
-    return format_table(shown, TABLE_COLUMNS, TABLE_HEADERS), rows
+    shown = [dict(r, reason=clip(r.get("reason"), 70) or None) for r in rows]
+    # The parameters and axes that vary in this run have a column too: no two rows of different points look alike.
+    extra = [c for c in (*OTHERS, *columns[len(TIDY_COLUMNS):]) if len({repr(r.get(c)) for r in rows}) > 1]
+    at = TABLE_COLUMNS.index("nodes")
+    return format_table(shown, (*TABLE_COLUMNS[:at], *extra, *TABLE_COLUMNS[at:]),
+                        (*TABLE_HEADERS[:at], *extra, *TABLE_HEADERS[at:])), rows
 

@@ -7,6 +7,7 @@ from typing import Any
 from hpcbench.report.aggregate import CI_BASES, Agg
 from hpcbench.report.baseline import scaling_label, series_key
 from hpcbench.report.fmt import clip, interval, num, pct, pm0
+from hpcbench.report.names import settings_column
 from hpcbench.tabular import Table
 
 GPU_UTIL_WARN = 80.0  # percent; vendor tuning guides ask for 80-90% and more
@@ -20,7 +21,7 @@ def _q(v: Any) -> Any:
 
 
 def order(a: Agg) -> tuple[Any, ...]:
-    return (str(a.framework), str(a.backend), str(a.model), str(a.scaling), a.batch_size or 0,
+    return (str(a.framework), str(a.backend), str(a.model), str(a.scaling), a.batch_size or 0, a.apart,
             a.world_size or 0, a.nodes or 0, a.label)
 
 
@@ -53,15 +54,19 @@ def _scaling_row(a: Agg) -> list[Any]:
             a.baseline or "—", a.state, clip(a.reason, 70)]
 
 
+def _table(name: str, title: str, heads: list[str], points: list[Agg], empty: str) -> Table:
+    heads, rows = list(heads), [_scaling_row(a) for a in points]
+    settings_column(heads, rows, points, 4)  # after "scaling", when other parameters or axes vary
+    return Table(name, title, heads, rows, empty=empty)
+
+
 def intra_inter(aggs: list[Agg]) -> tuple[Table, Table]:
     rows = train(aggs)
     heads = [h.format(unit=unit(rows)) for h in SCALING_HEADERS]
     one = [a for a in rows if a.servers in (1, None)]
     many = [a for a in rows if a not in one]
-    intra = Table("intra", "Intra-node scaling (one server)", heads, [_scaling_row(a) for a in one],
-                  empty="no single-server training points")
-    inter = Table("inter", "Inter-node scaling (several servers)", heads, [_scaling_row(a) for a in many],
-                  empty="no multi-server training points")
+    intra = _table("intra", "Intra-node scaling (one server)", heads, one, "no single-server training points")
+    inter = _table("inter", "Inter-node scaling (several servers)", heads, many, "no multi-server training points")
     if any(a.servers is None for a in rows):
         intra.notes.append("servers '?': the log does not show its hosts; such points are listed here")
     posing = [a.label for a in one if a.one_host_posing]
@@ -79,21 +84,23 @@ def placement(aggs: list[Agg]) -> Table:
     for a in train(aggs):
         if a.world_size:
             groups.setdefault((*series_key(a), a.world_size), []).append(a)
-    rows = []
+    rows, shown = [], []
     for group in groups.values():
         if len({a.layout for a in group}) < 2:
             continue
         best = max((a.throughput for a in group if a.throughput), default=None)
         for a in sorted(group, key=lambda a: a.nodes or 0):
             rel = a.throughput / best if (best and a.throughput) else None
+            shown.append(a)
             rows.append([a.framework, a.backend, a.model, a.world_size, f"{servers(a)}×{_q(a.ranks_per_node)}",
                          interval(a.throughput, a.throughput_lo, a.throughput_hi, 1),
                          pm0(ms(a.step_time_s), ms(a.step_time_ci95_s)),
                          pct(rel), a.state])
+    heads = ["framework", "backend", "model", "total ranks", "servers × ranks", "samples/s (95% CI)",
+             "step ms ± 95% CI", "vs best layout", "state"]
+    settings_column(heads, rows, shown, 3)
     return Table("placement", "Placement: the same total ranks spread differently (servers × ranks per server)",
-                 ["framework", "backend", "model", "total ranks", "servers × ranks", "samples/s (95% CI)",
-                  "step ms ± 95% CI", "vs best layout", "state"], rows,
-                 empty="no total rank count was measured in more than one layout")
+                 heads, rows, empty="no total rank count was measured in more than one layout")
 
 
 def comm_compute(aggs: list[Agg]) -> Table:
@@ -119,10 +126,11 @@ def comm_compute(aggs: list[Agg]) -> Table:
 
 
 def gpu_util(aggs: list[Agg]) -> tuple[Table, list[str]]:
-    rows, warnings = [], []
+    rows, warnings, shown = [], [], []
     for a in sorted(aggs, key=order):
         if a.gpu_util_mean is None:
             continue
+        shown.append(a)
         low = a.gpu_util_mean < GPU_UTIL_WARN
         verdict = f"warning: below {GPU_UTIL_WARN:.0f}%" if low else "ok"
         if low:
@@ -131,7 +139,8 @@ def gpu_util(aggs: list[Agg]) -> tuple[Table, list[str]]:
         rows.append([a.framework, a.backend, a.model, a.layout, num(a.gpu_util_mean, 1), num(a.gpu_util_min, 1),
                      sum(s.gpu_samples or 0 for s in a.samples), verdict])
     reasons = sorted({s.gpu_reason for a in aggs for s in a.samples if s.gpu_reason})
-    t = Table("gpu", "GPU utilisation per point (sampled during the timed steps)",
-              ["framework", "backend", "model", "servers×ranks", "mean %", "min %", "samples", "check"], rows,
+    heads = ["framework", "backend", "model", "servers×ranks", "mean %", "min %", "samples", "check"]
+    settings_column(heads, rows, shown, 3)
+    t = Table("gpu", "GPU utilisation per point (sampled during the timed steps)", heads, rows,
               empty="not sampled" + (f": {'; '.join(reasons[:3])}" if reasons else " (no GPU points)"))
     return t, warnings

@@ -35,6 +35,32 @@ def _srun(ntasks: int, per_node: int, cpu_bind: str, mpi: str | None) -> list[st
     return [*argv, f"--cpu-bind={cpu_bind}"]
 
 
+def gpu_srun_args(point: Point, slurm: SlurmSettings) -> list[str]:
+    """srun options that put each rank of a GPU point on the socket of its GPU; none for a CPU point.
+
+    Slurm's default layout within a node is cyclic over the sockets, so with --cpu-bind=sockets local rank 1
+    lands on socket 1 while GPU 1 of a 2-socket node hangs off socket 0. ``block`` numbers the ranks in
+    blocks per socket, so local rank i (the workload's GPU i) sits with GPU i when the ranks fill the
+    sockets evenly. ``closest`` lets Slurm pick each task's GPU from the task's own CPUs (gres.conf's
+    Cores=): single:1 rather than closest, which may give a task every GPU of its NUMA node.
+    """
+    if not point.gpus_per_node or slurm.gpu_bind == "none":
+        return []
+    if slurm.gpu_bind == "closest":
+        return ["--gpus-per-task=1", "--gpu-bind=single:1"]
+    return ["--distribution=block:block"]
+
+
+def mpi_map_args(point: Point, slurm: SlurmSettings) -> list[str]:
+    """mpirun's mapping and binding. For a GPU point with gpu_bind = "block", ranks are spread over the
+    sockets and numbered core by core (--rank-by core), so local ranks come in blocks per socket as the
+    GPUs do; otherwise each rank is mapped and bound to the cpu_bind unit."""
+    unit = slurm.cpu_bind.rstrip("s")  # sockets -> socket, cores -> core
+    if point.gpus_per_node and slurm.gpu_bind == "block":
+        return ["--map-by", "socket", "--rank-by", "core", "--bind-to", unit if slurm.cpu_bind != "none" else "none"]
+    return ["--map-by", unit, "--bind-to", unit] if slurm.cpu_bind != "none" else []
+
+
 def launcher_prelude(point: Point, slurm: SlurmSettings, python: str = "python3") -> list[str]:
     """Shell lines the launcher line needs first (hpcbench's own text, never user values)."""
     if slurm.launcher == "horovodrun":
@@ -51,17 +77,15 @@ def launcher_prelude(point: Point, slurm: SlurmSettings, python: str = "python3"
 
 def launcher_argv(point: Point, slurm: SlurmSettings, python: str = "python3") -> list[str]:
     """The launcher prefix inside an allocation: one rank per GPU (or per requested CPU rank), socket binding."""
-    unit = slurm.cpu_bind.rstrip("s")  # sockets -> socket, cores -> core
     if slurm.launcher == "mpirun":
-        argv = ["mpirun", "-np", str(point.world_size)]
-        if slurm.cpu_bind != "none":
-            argv += ["--map-by", unit, "--bind-to", unit]
-        return argv + ["-x", "NCCL_DEBUG", *slurm.launcher_args]
+        return ["mpirun", "-np", str(point.world_size), *mpi_map_args(point, slurm), "-x", "NCCL_DEBUG",
+                *slurm.launcher_args]
     if slurm.launcher == "horovodrun":
         # Over MPI so that mpirun (and its Slurm support) starts the remote ranks: no ssh between nodes.
         argv = ["horovodrun", "-np", str(point.world_size), "-H", Shell('"$HOSTS"'), "--mpi"]
-        if slurm.cpu_bind != "none":
-            argv += ["--mpi-args", f"--map-by {unit} --bind-to {unit}"]
+        mapping = mpi_map_args(point, slurm)
+        if mapping:
+            argv += ["--mpi-args", " ".join(mapping)]
         return argv + list(slurm.launcher_args)
     if slurm.launcher == "torchrun":
         # One torchrun per node; it starts the node's ranks, so Slurm must not bind that one task.
@@ -72,4 +96,5 @@ def launcher_argv(point: Point, slurm: SlurmSettings, python: str = "python3") -
     mpi = slurm.mpi
     if mpi is None and point.framework == "horovod" and HOROVOD_MAP[point.backend][0] == "mpi":
         mpi = "pmix"  # Horovod's MPI controller: srun must wire up MPI (PMIx) for the ranks
-    return _srun(point.world_size, point.ranks_per_node, slurm.cpu_bind, mpi) + list(slurm.launcher_args)
+    return [*_srun(point.world_size, point.ranks_per_node, slurm.cpu_bind, mpi), *gpu_srun_args(point, slurm),
+            *slurm.launcher_args]

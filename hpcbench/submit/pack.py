@@ -35,13 +35,19 @@ def _step_argv(spec: SweepSpec, rd: RunDir, p: Point, python: str) -> list[str]:
     srun = launcher_argv(p, spec.slurm, python)
     # A step uses only the nodes it needs; its output goes to the point's own folder, named by job id.
     srun[1:1] = [f"--nodes={p.nodes}", f"--output={paths.stdout()}", f"--error={paths.stderr()}"]
-    return srun + rank_argv(p, str(paths.dir), python)
+    # A point's own environment variables ([matrix.env]) reach its step's ranks only: srun passes them on.
+    exports = [f"{k}={v}" for k, v in p.settings(spec.slurm).env[len(spec.slurm.env):]]
+    return (["env", *exports] if exports else []) + srun + rank_argv(p, str(paths.dir), python)
 
 
 def render_pack(spec: SweepSpec, rd: RunDir, n: int, points: list[Point], python: str) -> str:
     if spec.slurm.launcher != "srun":
         raise ConfigError(f"{spec.path}: slurm.pack = true needs slurm.launcher = \"srun\" (job steps)",
                           hint="set pack = false to use mpirun")
+    own = sorted({k for p in points for k, _ in (*p.slurm, *p.job)})
+    if own:  # one allocation has one time limit, one cpus-per-task, ...
+        raise ConfigError(f"{spec.path}: slurm.pack = true runs every point in one allocation, but the sweep's "
+                          f"points set their own {', '.join(own)}", hint="set pack = false for such axes")
     steps = [{"label": p.label, "id": p.id, "dir": rd.point(p).dir, "exitcode": rd.point(p).exitcode,
               "argv": _step_argv(spec, rd, p, python)} for p in points]
     # The steps run one after another, so the allocation needs the sum of their limits.

@@ -98,7 +98,9 @@ _POINT_KEYS = ("label", "id", "job_script", "job_name", "comment", "nodes", "ran
                "stdout", "stderr", "dir", "launch", "exitcode")
 
 
-@lru_cache(maxsize=8)
+# Keyed by the point's own settings: a sweep whose axes include [slurm] keys or environment variables has
+# one skeleton per distinct combination of those (a handful), never one per point.
+@lru_cache(maxsize=256)
 def _skeleton(slurm: SlurmSettings, sweep_name: str, has_gpus: bool, has_comment: bool) -> str:
     return template("job.sh.j2").render(
         pt={k: f"\x00{k}\x00" for k in _POINT_KEYS}, slurm=slurm, sweep_name=sweep_name,
@@ -106,23 +108,28 @@ def _skeleton(slurm: SlurmSettings, sweep_name: str, has_gpus: bool, has_comment
     )
 
 
-def point_values(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None) -> dict[str, str]:
+def point_values(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None,
+                 slurm: SlurmSettings | None = None) -> dict[str, str]:
     """Every per-point value of the job script, shell-quoted where a shell or sbatch will read it."""
     q = _quote
+    slurm = slurm or point.settings(spec.slurm)
     d = str(paths.dir)  # joined as text: pathlib costs ~10 us a join, 60,000 joins on 10,000 points
-    launch = [" ".join(_q(a) for a in launcher_argv(point, spec.slurm, python))]
+    launch = [" ".join(_q(a) for a in launcher_argv(point, slurm, python))]
     launch += ["    " + line for line in _argv_lines(rank_argv(point, d, python))]
     # The prelude (torchrun's MASTER_ADDR, horovodrun's HOSTS) is hpcbench's own shell, one line each.
-    launch = [*launcher_prelude(point, spec.slurm, python), " \\\n".join(launch)]
+    launch = [*launcher_prelude(point, slurm, python), " \\\n".join(launch)]
     return {
         "label": point.label, "id": point.id, "job_script": q(f"{d}/{PointPaths.JOB_SCRIPT}"),
         "job_name": q(job_name(spec, point)), "comment": q(comment or ""), "nodes": str(point.nodes),
-        "ranks_per_node": str(point.ranks_per_node), "gpu_request": q(gpu_request(spec.slurm, point.gpus_per_node)),
+        "ranks_per_node": str(point.ranks_per_node), "gpu_request": q(gpu_request(slurm, point.gpus_per_node)),
         "stdout": q(f"{d}/{PointPaths.stdout_name()}"), "stderr": q(f"{d}/{PointPaths.stderr_name()}"),
         "dir": q(d), "launch": "\n".join(launch), "exitcode": q(f"{d}/{PointPaths.EXITCODE}"),
     }
 
 
 def render_job(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None = None) -> str:
-    values = point_values(spec, point, paths, python, comment)
-    return _TOKEN.sub(lambda m: values[m.group(1)], _skeleton(spec.slurm, spec.sweep.name, bool(point.gpus_per_node), bool(comment)))
+    """The point's job script, with its own settings: the sweep's [slurm], and its axes' values (Point.settings)."""
+    slurm = point.settings(spec.slurm)
+    values = point_values(spec, point, paths, python, comment, slurm)
+    return _TOKEN.sub(lambda m: values[m.group(1)], _skeleton(slurm, spec.sweep.name, bool(point.gpus_per_node),
+                                                              bool(comment)))

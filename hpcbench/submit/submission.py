@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcbench.errors import ConfigError, SchedulerError
-from hpcbench.plan.expand import Point
+from hpcbench.plan.expand import Point, current_jobs
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
 from hpcbench.submit import slurm
@@ -185,7 +185,7 @@ def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, ec
                 rd.record("attempt_ended", s.point.id, job_id=s.job_id, state=s.state, reason=s.reason,
                           **({"retry": why.kind, "why": why.why} if why else {}))
                 rd.point(s.point).archive(s.job_id)
-        points = [s.point for s in todo]
+        points = current_jobs(spec, [s.point for s in todo])  # a time limit edited in the sweep copy applies
         if spec.slurm.pack and backend.packs and len(points) > 1:
             report.add_pack(submit_pack(spec, rd, points, python, backend, echo))
             return report

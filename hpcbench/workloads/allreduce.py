@@ -32,7 +32,7 @@ from typing import Any
 from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.rundir import PointPaths
-from hpcbench.workloads import frameworks, provenance
+from hpcbench.workloads import affinity, frameworks, placement, provenance
 from hpcbench.workloads.collectives import (
     SPECS,
     UNSUPPORTED_RE,
@@ -45,7 +45,7 @@ from hpcbench.workloads.collectives import (
     static_reason,
     torch_calls,
 )
-from hpcbench.workloads.common import rank_info, rank_main, require, versions
+from hpcbench.workloads.common import params_seen, rank_info, rank_main, require, versions
 from hpcbench.workloads.config import AllreduceConfig
 from hpcbench.workloads.distenv import DistEnv
 
@@ -259,13 +259,9 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
     require(cfg.framework, cfg.backend, cfg.device)
     torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", "1")))
     cuda = cfg.device == "cuda"
-    if cuda:
-        torch.cuda.set_device(env.local_rank)
-    device = torch.device("cuda", env.local_rank) if cuda else torch.device("cpu")
-
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize()
+    device, sync, index = placement.use_device(cfg.device, env.local_rank)
+    prov.add("gpu_binding", lambda: placement.pairing(env.rank, env.local_rank, os.sched_getaffinity(0),
+                                                      placement.gpu_of(index), f"device is {cfg.device}"))
 
     started = utcnow()
     comm = Comm(cfg, env)
@@ -273,10 +269,11 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
         m = measure(comm, cfg, device, sync)
         doc = prov.finish()
         me = rank_info(env)
-        bus = torch.cuda.get_device_properties(env.local_rank).pci_bus_id if cuda else 0
+        bus = torch.cuda.get_device_properties(index).pci_bus_id if cuda else 0
         dev = {"rank": env.rank, "local_rank": env.local_rank, "pid": me.pid, "bus": bus,
                "host": me.slurm_node or me.hostname, "device": torch.cuda.get_device_name() if cuda else "cpu"}
-        gathered = comm.gather((me, dev, {k: doc[k] for k in ("rank", "hostname", "slurm_node", "affinity")}))
+        keep = ("rank", "hostname", "slurm_node", "affinity", "gpu_binding")
+        gathered = comm.gather((me, dev, {k: doc.get(k) for k in keep}))
     finally:
         comm.close()
     if env.rank != 0:
@@ -284,7 +281,8 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
     gathered.sort(key=lambda g: g[0].rank)
     print(format_table(cfg, env.world_size, [g[1] for g in gathered], m, comm.describe), end="", flush=True)
     ar = to_rows(cfg, env.world_size, m.rows)
-    ok, detail = provenance.affinity_summary([g[2] for g in gathered])
+    ok, detail = affinity.affinity_summary([g[2] for g in gathered])
+    gpu_numa_ok, gpu_numa_detail = placement.pairing_summary([g[2]["gpu_binding"] for g in gathered])
     top = ar[-1] if ar else AllreduceRow(0, 0, cfg.dtype, 0.0, 0.0, 0.0, 0)  # unsupported: nothing was timed
     rec = ResultRecord(
         point_id=cfg.point_id, label=cfg.label, framework=cfg.framework, backend=cfg.backend, model="allreduce",
@@ -294,7 +292,8 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
         throughput_per_rank=top.busbw_gbps / env.world_size, ranks=[g[0] for g in gathered], started_at=started,
         finished_at=utcnow(), job_id=env.job_id, measurement=f"{comm.describe}; {MEASUREMENT}", versions=versions(),
         kind="allreduce", allreduce=ar, unsupported=m.unsupported, affinity_ok=ok, affinity_detail=detail,
-        provenance=[PointPaths(Path(cfg.out)).provenance(g[0].rank).name for g in gathered], params=cfg.params(),
+        gpu_numa_ok=gpu_numa_ok, gpu_numa_detail=gpu_numa_detail,
+        provenance=[PointPaths(Path(cfg.out)).provenance(g[0].rank).name for g in gathered], params=params_seen(cfg),
     )
     atomic_write_json(paths.result, rec.to_dict())
     return rec

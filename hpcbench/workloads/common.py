@@ -19,7 +19,7 @@ from hpcbench.errors import BackendUnavailable
 from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import ErrorRecord, RankInfo
 from hpcbench.rundir import PointPaths
-from hpcbench.vocab import TORCH_BACKEND
+from hpcbench.vocab import ENV_AXES_VAR, TORCH_BACKEND
 from hpcbench.workloads.distenv import DistEnv, from_environ
 
 
@@ -58,10 +58,21 @@ def init_process_group(backend: str, env: DistEnv, timeout_s: int) -> None:
     )
 
 
+def params_seen(cfg: Any) -> dict[str, Any]:
+    """What a record keeps of its parameters: the rank config's, and, when the point varies environment
+    variables ([matrix.env]), those variables as this rank saw them (under "env")."""
+    params: dict[str, Any] = cfg.params()
+    names = os.environ.get(ENV_AXES_VAR, "").split()
+    if names:
+        params["env"] = {name: os.environ.get(name) for name in names}
+    return params
+
+
 def rank_info(env: DistEnv) -> RankInfo:
+    per_task = os.environ.get("SLURM_CPUS_PER_TASK", "")
     return RankInfo(rank=env.rank, local_rank=env.local_rank, hostname=socket.gethostname(),
                     slurm_node=os.environ.get("SLURMD_NODENAME"), pid=os.getpid(),
-                    cpus=sorted(os.sched_getaffinity(0)))
+                    cpus=sorted(os.sched_getaffinity(0)), cpus_per_task=int(per_task) if per_task.isdigit() else None)
 
 
 def check_world(env: DistEnv, nodes: int, ranks_per_node: int) -> None:

@@ -70,10 +70,12 @@ class DDP(Framework):
         self._dist = dist
 
     def wrap(self, model: Any, opt: Any) -> tuple[Any, Any]:
+        import torch
         from torch.nn.parallel import DistributedDataParallel
 
-        # DDP broadcasts rank 0's parameters and buffers at construction.
-        ids = [self.env.local_rank] if self.cfg.device == "cuda" else None
+        # DDP broadcasts rank 0's parameters and buffers at construction. The GPU is the one the rank chose
+        # (placement.use_device), not its local rank: under gpu_bind = "closest" each task sees one GPU.
+        ids = [torch.cuda.current_device()] if self.cfg.device == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids), opt
 
     def allgather(self, obj: Any) -> list[Any]:

@@ -16,11 +16,12 @@ from hpcbench.records import GpuUtil
 INTERVAL_S = 0.1
 
 
-def _nvml_reader(index: int) -> Callable[[], tuple[float, float]]:
+def _nvml_reader(index: int, bus_id: str | None) -> Callable[[], tuple[float, float]]:
     import pynvml
 
     pynvml.nvmlInit()
-    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    # NVML counts every GPU of the node, CUDA only the visible ones: the bus id names the same GPU in both.
+    handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else pynvml.nvmlDeviceGetHandleByIndex(index)
 
     def read() -> tuple[float, float]:
         util = pynvml.nvmlDeviceGetUtilizationRates(handle)
@@ -30,8 +31,8 @@ def _nvml_reader(index: int) -> Callable[[], tuple[float, float]]:
     return read
 
 
-def _smi_reader(index: int) -> Callable[[], tuple[float, float]]:
-    argv = ["nvidia-smi", f"--id={index}", "--query-gpu=utilization.gpu,memory.used",
+def _smi_reader(index: int, bus_id: str | None) -> Callable[[], tuple[float, float]]:
+    argv = ["nvidia-smi", f"--id={bus_id or index}", "--query-gpu=utilization.gpu,memory.used",
             "--format=csv,noheader,nounits"]
 
     def read() -> tuple[float, float]:
@@ -45,9 +46,12 @@ def _smi_reader(index: int) -> Callable[[], tuple[float, float]]:
 
 
 class GpuSampler:
-    """``with GpuSampler(cuda, index) as s: ...``; then ``s.samples`` (util %, MiB) and ``s.source``."""
+    """``with GpuSampler(cuda, index, bus_id) as s: ...``; then ``s.samples`` (util %, MiB) and ``s.source``.
 
-    def __init__(self, cuda: bool, index: int) -> None:
+    ``index`` is the CUDA index; ``bus_id`` (when known) names the same GPU to NVML and nvidia-smi, whose
+    indexes ignore CUDA_VISIBLE_DEVICES."""
+
+    def __init__(self, cuda: bool, index: int, bus_id: str | None = None) -> None:
         self.samples: list[tuple[float, float]] = []
         self.source: str | None = None
         self.reason: str | None = None
@@ -58,10 +62,10 @@ class GpuSampler:
             self.reason = "device is cpu"
             return
         try:
-            self._read, self.source = _nvml_reader(index), "nvml"
+            self._read, self.source = _nvml_reader(index, bus_id), "nvml"
         except Exception as e:  # noqa: BLE001  ImportError, or an NVML error (no driver): fall back
             if shutil.which("nvidia-smi"):
-                self._read, self.source = _smi_reader(index), "nvidia-smi"
+                self._read, self.source = _smi_reader(index, bus_id), "nvidia-smi"
             else:
                 self.reason = f"no NVML ({type(e).__name__}: {e}) and no nvidia-smi on PATH"
 

@@ -1,11 +1,12 @@
 """One rank of a training point (DDP, Horovod or no framework): ``python -m hpcbench.workloads.train --help``.
 
 Measurement: each step (next batch, zero_grad, forward, backward with the gradient exchange,
-optimizer step) is timed on the host between device synchronisations. Warm-up steps are run but
-not kept. After the run the per-step times of all ranks are gathered and, for each step, the
-slowest rank's time is kept: a synchronous data-parallel step is as slow as its slowest rank.
-Then the same steps run on an unwrapped copy of the model (no gradient exchange) to split each
-step into compute and communication; see frameworks.py for what each backend exercises.
+optimizer step) is timed on the host between device synchronisations, and so is its wait for the
+batch. Warm-up steps are run but not kept. After the run the per-step times of all ranks are gathered
+and, for each step, the slowest rank's time is kept: a synchronous data-parallel step is as slow as its
+slowest rank; each rank's own mean is kept too. Then the same steps run on an unwrapped copy of the
+model (no gradient exchange) to split each step into compute and communication; see frameworks.py for
+what each backend exercises, steps.py for the step, placement.py for the GPU and the node's load.
 """
 
 from __future__ import annotations
@@ -13,24 +14,24 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpcbench.errors import InjectedFault
 from hpcbench.files import atomic_write_json, utcnow
-from hpcbench.records import ResultRecord
+from hpcbench.records import NodeLoad, ResultRecord
 from hpcbench.rundir import PointPaths
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import MODELS
-from hpcbench.workloads import frameworks, gpumon, provenance
-from hpcbench.workloads.common import rank_info, rank_main, require, versions
+from hpcbench.workloads import affinity, frameworks, gpumon, placement, provenance
+from hpcbench.workloads.common import params_seen, rank_info, rank_main, require, versions
 from hpcbench.workloads.config import TrainConfig
 from hpcbench.workloads.data import batches
 from hpcbench.workloads.distenv import DistEnv
 from hpcbench.workloads.gpumon import GpuSampler
 from hpcbench.workloads.models import build_model
+from hpcbench.workloads.steps import rank_means, slowest, timed_steps, train_step, with_delay, with_fault
 
 COMPUTE_STEPS_MAX = 50  # compute-only steps for the comm/compute split: enough for a stable mean
 
@@ -38,56 +39,9 @@ MEASUREMENT = (
     "host wall time per step between device synchronisations (next batch + zero_grad + forward + backward "
     "with the gradient exchange + optimizer step); warm-up steps excluded; per step the slowest rank; "
     "throughput = per-rank batch * world size / mean step time; CI: Student-t 95% half-width of the mean "
-    "step time over the timed steps, carried to throughput by the delta method (hw_thr = thr * hw_t / t)"
+    "step time over the timed steps, carried to throughput by the delta method (hw_thr = thr * hw_t / t); "
+    "input = host time in next(data) per step, slowest rank; each rank's own means kept by rank"
 )
-
-
-def _timed_steps(n_warmup: int, n: int, step: Any, sync: Any, sampler: Any = None) -> list[float]:
-    """Run warm-up then ``n`` timed steps; the sampler (GPU monitor) covers only the timed ones."""
-    for _ in range(n_warmup):
-        step()
-    sync()
-    times = []
-    with sampler if sampler is not None else contextlib.nullcontext():
-        for _ in range(n):
-            t0 = time.perf_counter()
-            step()
-            sync()
-            times.append(time.perf_counter() - t0)
-    return times
-
-
-def _slowest(fw: frameworks.Framework, times: list[float]) -> list[float]:
-    """Per step, the slowest rank's time: a synchronous step is as slow as its slowest rank."""
-    return [max(col) for col in zip(*fw.allgather(times))]
-
-
-def _with_fault(cfg: TrainConfig, rank: int, step: Any) -> Any:
-    """``step``, raising InjectedFault at step ``cfg.fail_step`` (1-based, warm-up included) on ``cfg.fail_rank``."""
-    if rank != cfg.fail_rank:
-        return step
-    count = 0
-
-    def faulty() -> None:
-        nonlocal count
-        count += 1
-        if count == cfg.fail_step:
-            raise InjectedFault(f"injected failure of rank {rank} at step {count}")
-        step()
-    return faulty
-
-
-def train_step(model: Any, opt: Any, data: Any, info: Any, loss_fn: Any) -> Any:
-    """One training step as a closure: the step every point times (benchmarks/harness_overhead.py too)."""
-    def step() -> None:
-        x, y = next(data)
-        opt.zero_grad()  # set_to_none is the default; Horovod's optimizer takes no argument
-        out = model(x)
-        if info.tokens:  # a prediction per position: (batch*seq, vocab) against (batch*seq,)
-            out, y = out.reshape(-1, info.num_classes), y.reshape(-1)
-        loss_fn(out, y).backward()
-        opt.step()
-    return step
 
 
 @dataclass
@@ -102,16 +56,11 @@ class Measured:
     lr: float  # after lr_scaling
     model: Any = None  # what a checkpoint saves
     opt: Any = None
-
-
-def _device(cfg: TrainConfig, env: DistEnv) -> tuple[Any, Any]:
-    """(the rank's torch device, a function that waits for it)."""
-    import torch
-
-    if cfg.device != "cuda":
-        return torch.device("cpu"), lambda: None  # CPU ops are already synchronous
-    torch.cuda.set_device(env.local_rank)
-    return torch.device("cuda", env.local_rank), torch.cuda.synchronize
+    inputs: list[float] = field(default_factory=list)  # per timed step, the slowest rank's wait for its batch
+    rank_step: list[float | None] = field(default_factory=list)  # by rank: its own mean step time
+    rank_compute: list[float | None] = field(default_factory=list)  # by rank: its own mean compute-only time
+    rank_input: list[float | None] = field(default_factory=list)  # by rank: its own mean wait for the batch
+    loads: list[NodeLoad] = field(default_factory=list)  # one per node
 
 
 def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
@@ -123,13 +72,15 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     paths = PointPaths(Path(cfg.out))
     # Written now, so that a rank that crashes still says where it ran; completed at the end.
     prov = provenance.start(paths.provenance(env.rank), env.rank, env.local_rank)
-    device, sync = _device(cfg, env)
+    device, sync, index = placement.use_device(cfg.device, env.local_rank)
+    gpu = prov.add("gpu_binding", lambda: placement.pairing(
+        env.rank, env.local_rank, os.sched_getaffinity(0), placement.gpu_of(index), f"device is {cfg.device}"))
     if env.rank == cfg.fail_rank and cfg.fail_step == 0:
         raise SystemExit(0)  # injected fault: this rank is lost before the rendezvous; the others time out
     timeline = str(paths.timeline) if cfg.timeline and cfg.framework == "horovod" else None
     fw = frameworks.make(cfg, env, timeline)
     try:
-        measured = _measure(cfg, env, fw, device, sync, prov)
+        measured = _measure(cfg, env, fw, (device, sync, index, (gpu or {}).get("gpu_bus_id")), prov)
         if env.rank == 0 and cfg.checkpoint:
             _save_checkpoint(paths.checkpoint, measured.model, measured.opt, cfg)
     finally:
@@ -141,10 +92,21 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     return rec
 
 
-def _measure(cfg: TrainConfig, env: DistEnv, fw: Any, device: Any, sync: Any, prov: Any) -> Measured:
+@contextlib.contextmanager
+def _around(*probes: Any) -> Iterator[None]:
+    """Every probe (GPU sampler, node load) around the timed steps."""
+    with contextlib.ExitStack() as stack:
+        for probe in probes:
+            stack.enter_context(probe)
+        yield
+
+
+def _measure(cfg: TrainConfig, env: DistEnv, fw: Any, dev: tuple[Any, Any, int | None, str | None],
+             prov: Any) -> Measured:
     """Warm-up and timed steps, then the compute-only steps; every rank's share gathered."""
     import torch
 
+    device, sync, index, bus_id = dev
     torch.manual_seed(0)  # same initial weights everywhere; DDP and Horovod also broadcast rank 0's
     info = MODELS[cfg.model]
     model = build_model(cfg.model).to(device)
@@ -154,17 +116,25 @@ def _measure(cfg: TrainConfig, env: DistEnv, fw: Any, device: Any, sync: Any, pr
     train_model, train_opt = fw.wrap(model, opt)
     loss_fn = torch.nn.CrossEntropyLoss()
     data = batches(cfg.data, cfg.data_dir, info, cfg.batch_size, env.rank, env.world_size, device)
-    gpu = GpuSampler(cfg.device == "cuda", env.local_rank)
-    step = _with_fault(cfg, env.rank, train_step(train_model, train_opt, data, info, loss_fn))
-    per_step = _slowest(fw, _timed_steps(cfg.warmup_steps, cfg.steps, step, sync, gpu))
+    gpu = GpuSampler(cfg.device == "cuda", index or 0, bus_id)
+    load = placement.LoadProbe(env.local_rank == 0)
+    waits: list[float] = []
+    step = with_fault(cfg, env.rank, with_delay(cfg, env.rank, train_step(train_model, train_opt, data, info,
+                                                                            loss_fn, waits)))
+    times = timed_steps(cfg.warmup_steps, cfg.steps, step, sync, _around(load, gpu), waits)
+    timed = fw.allgather((times, waits))
     compute = None
     if compute_model is not None:
         copt = torch.optim.SGD(compute_model.parameters(), lr=lr, momentum=0.9)
-        n = min(cfg.steps, COMPUTE_STEPS_MAX)
-        compute = _slowest(fw, _timed_steps(min(cfg.warmup_steps, 1), n,
-                                            train_step(compute_model, copt, data, info, loss_fn), sync))
-    return Measured(per_step, compute, fw.allgather((gpu.samples, gpu.source, gpu.reason)),
-                    fw.allgather(rank_info(env)), fw.allgather(prov.finish()), lr, model, train_opt)
+        cstep = with_delay(cfg, env.rank, train_step(compute_model, copt, data, info, loss_fn))
+        compute = fw.allgather(timed_steps(min(cfg.warmup_steps, 1), min(cfg.steps, COMPUTE_STEPS_MAX), cstep, sync))
+    where = fw.allgather((rank_info(env), load.entry))
+    ranks = [r for r, _ in where]
+    return Measured(slowest([t for t, _ in timed]), slowest(compute) if compute else None,
+                    fw.allgather((gpu.samples, gpu.source, gpu.reason)), ranks, fw.allgather(prov.finish()), lr,
+                    model, train_opt, inputs=slowest([w for _, w in timed]), rank_step=rank_means([t for t, _ in timed]),
+                    rank_compute=rank_means(compute) if compute else [], rank_input=rank_means([w for _, w in timed]),
+                    loads=placement.node_loads([e for _, e in where], ranks))
 
 
 def _split(fw: Any, mean: float, compute: list[float] | None) -> tuple[float | None, float | None, float | None]:
@@ -181,9 +151,11 @@ def _record(cfg: TrainConfig, env: DistEnv, fw: Any, m: Measured, started: str, 
             timeline: str | None) -> ResultRecord:
     mean, hw = mean_ci95(m.per_step)
     gpu_util, gpu_reason = gpumon.summarize(m.gpus)
-    affinity_ok, affinity_detail = provenance.affinity_summary(m.provs)
+    affinity_ok, affinity_detail = affinity.affinity_summary(m.provs)
     samples = cfg.batch_size * env.world_size
     comm_time, compute_time, compute_hw = _split(fw, mean, m.compute)
+    input_time = sum(m.inputs) / len(m.inputs) if m.inputs else None
+    gpu_numa_ok, gpu_numa_detail = placement.pairing_summary([d.get("gpu_binding") for d in m.provs])
     return ResultRecord(
         point_id=cfg.point_id, label=cfg.label, framework=cfg.framework, backend=cfg.backend, model=cfg.model,
         device=cfg.device, batch_size=cfg.batch_size, nodes=env.nnodes,
@@ -203,7 +175,10 @@ def _record(cfg: TrainConfig, env: DistEnv, fw: Any, m: Measured, started: str, 
         timeline=paths.timeline.name if timeline and paths.timeline.exists() else None,
         affinity_ok=affinity_ok, affinity_detail=affinity_detail,
         provenance=[paths.provenance(d["rank"]).name for d in sorted(m.provs, key=lambda d: d["rank"])],
-        params=cfg.params(),
+        params=params_seen(cfg), input_times_s=m.inputs, input_time_s=input_time,
+        input_fraction=None if input_time is None else input_time / mean, rank_step_s=m.rank_step,
+        rank_compute_s=m.rank_compute, rank_input_s=m.rank_input, node_load=m.loads, gpu_numa_ok=gpu_numa_ok,
+        gpu_numa_detail=gpu_numa_detail,
     )
 
 

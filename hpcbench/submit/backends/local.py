@@ -43,10 +43,11 @@ def rank_environments(spec: SweepSpec, point: Point, job_id: str) -> list[dict[s
     """The environment srun would give each rank, for ranks started on this machine."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_PREFIXES) or k.startswith(_KEEP)}
     host = socket.gethostname()
+    slurm = point.settings(spec.slurm)  # the sweep's [slurm], with the point's own axes (its env included)
     base.update({
         "NCCL_DEBUG": "INFO",
-        "OMP_NUM_THREADS": str(spec.slurm.cpus_per_task),
-        **dict(spec.slurm.env),
+        "OMP_NUM_THREADS": str(slurm.cpus_per_task),
+        **dict(slurm.env),
         "HPCBENCH_JOB_ID": job_id,
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(free_port()),
@@ -54,7 +55,7 @@ def rank_environments(spec: SweepSpec, point: Point, job_id: str) -> list[dict[s
         "SLURM_NNODES": str(point.nodes),
         "SLURM_JOB_NUM_NODES": str(point.nodes),
         "SLURM_NTASKS_PER_NODE": str(point.ranks_per_node),
-        "SLURM_CPUS_PER_TASK": str(spec.slurm.cpus_per_task),
+        "SLURM_CPUS_PER_TASK": str(slurm.cpus_per_task),
         "SLURM_JOB_NODELIST": host,
     })
     envs = []
@@ -107,7 +108,7 @@ class LocalBackend(Backend):
                 procs = [subprocess.Popen([*mpirun, *argv], env=common, stdout=out, stderr=err, cwd=paths.dir)]
             else:
                 procs = [subprocess.Popen(argv, env=env, stdout=out, stderr=err, cwd=paths.dir) for env in envs]
-            rc = _wait_all(procs, time_seconds(spec.slurm.time), err, self.on_tick)
+            rc = _wait_all(procs, time_seconds(point.settings(spec.slurm).time), err, self.on_tick)
         atomic_write_text(paths.exitcode, f"{rc}\n")
         return job_id
 

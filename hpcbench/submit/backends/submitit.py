@@ -40,18 +40,18 @@ class SubmititBackend(Backend):
 
     def check(self, spec: SweepSpec) -> None:
         super().check(spec)
-        if spec.slurm.launcher != "srun":
-            raise ConfigError(
-                f"{spec.path}: slurm.launcher = {spec.slurm.launcher!r} cannot be used with --backend submitit",
-                hint="submitit always starts ranks with srun; use --backend sbatch for mpirun",
-            )
+        where = spec.matrix.where("launcher") or "slurm.launcher"
+        for launcher in dict(spec.matrix.axes).get("launcher", (spec.slurm.launcher,)):
+            if launcher != "srun":
+                raise ConfigError(f"{spec.path}: {where}: {launcher!r} cannot be used with --backend submitit",
+                                  hint="submitit always starts ranks with srun; use --backend sbatch for mpirun")
 
     def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
         try:
             import submitit
         except ImportError:
             raise SchedulerError("submitit is not installed", hint="pip install submitit, or use --backend sbatch") from None
-        s = spec.slurm
+        s = point.settings(spec.slurm)  # the sweep's [slurm], with the point's own axes (its env included)
         ex = submitit.SlurmExecutor(folder=paths.submitit_dir, max_num_timeout=0, python=python)
         setup = [line for line in setup_lines(s) if line]
         # The job script's srun line less its first three words (srun and the task counts, which submitit sets).

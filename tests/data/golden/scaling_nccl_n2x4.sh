@@ -31,7 +31,7 @@ export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"
 export NCCL_IB_DISABLE=0
 
 cd /scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481
-srun --ntasks=8 --ntasks-per-node=4 --cpu-bind=sockets \
+srun --ntasks=8 --ntasks-per-node=4 --cpu-bind=sockets --distribution=block:block \
     /opt/hpcbench/bin/python -u -m hpcbench.workloads.train \
     --out /scratch/runs/scaling-golden/points/nccl-resnet50-b64-n2x4-64a670f481 \
     --point-id 64a670f481 \

@@ -1,0 +1,156 @@
+"""The fast path (hpcbench/parse/fastpath.py) drops no fact the line path finds: on every corpus file, with
+the fast path forced on small chunks, on generated multi-MB logs with hosts named as clusters name them,
+on the benchmark's own log, and with worker processes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from conftest import DATA, REPO
+
+from hpcbench.parse import fastpath, parallel, parse_file, scan
+
+LOGS = DATA / "logs"
+CORPUS = sorted(json.loads((LOGS / "EXPECTED.json").read_text())["files"])
+# Host names as real clusters print them (NCCL cuts gethostname() at the first '.'): Slurm nodes, a
+# Kubernetes pod, an AWS instance, a DGX, an underscore, a short one.
+HOSTS = ["gpu-a100-017", "trainer-7f9c8d6b5-xk2lp", "ip-10-0-3-17", "dgx-h100-b07", "node_12", "s4"]
+NT = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "     1048576        262144     float     sum      -1    12.34   84.97  169.94      0    12.40   84.56  169.13      0\n"
+      "     4194304       1048576     float     sum      -1    40.10  104.60  209.20      0    40.00  104.86  209.72      0\n"
+      "# Avg bus bandwidth    : 189.5\n")
+
+
+def _rank_lines(comm: int, r: int, lead: str) -> list[str]:
+    """One rank's lines for one communicator of 48 ranks, 8 per host. The ranks of the last host print only
+    what other hosts print too, and the chatter of their collectives: no fact-carrying line of their own;
+    and only in one communicator."""
+    host, dev = HOSTS[r // 8], r % 8
+    if r // 8 == 5 and comm != 7:
+        return []
+    p = f"{lead}{host}:{7000 + r}:{9000 + comm} [{dev}] NCCL INFO "
+    out = [f"{p}Using network IB"]
+    if r // 8 < 5:
+        out.append(f"{p}ncclCommInitRank comm 0x5{comm:x}{r:04x} rank {r} nranks 48 cudaDev {dev} nvmlDev {dev} "
+                   f"busId {dev}1000 commId 0x7{comm:x}a - Init START")
+        out.append(f"{p}NET/IB : Using [0]mlx5_{dev % 4}:1/IB [RO]; OOB ib0:10.0.{r // 8}.{dev + 1}<0>")
+        nxt = (r + 1) % 40
+        for c in range(12):
+            how = "P2P/IPC/read" if nxt // 8 == r // 8 else f"NET/IB/{c % 4}/GDRDMA"
+            tag = "" if how.startswith("P2P") else " [send]"
+            out.append(f"{p}Channel {c:02d}/0 : {r}[{dev}] -> {nxt}[{nxt % 8}]{tag} via {how}")
+    out += [f"{p}AllReduce: opCount {comm:x}{k:x} sendbuff 0x7f3a{r:04x}0000 recvbuff 0x7f3a{r:04x}8000 count {1 << k} "
+            f"datatype 7 op 0 root 0 comm 0x5{comm:x}{r:04x} [nranks=48] stream 0x55d1" for k in range(60)]
+    if r == 9:  # the same WARN in every communicator, counted across chunks
+        out += ["", f"{lead}{host}:{7000 + r}:{9000 + comm} [{dev}] misc/socket.cc:484 NCCL WARN Cuda failure 'out of memory'"]
+    return out
+
+
+def _job_log(lead_of=lambda r: "", comms: int = 12) -> str:
+    out = ["NCCL version 2.21.5+cuda12.4"]
+    for comm in range(comms):
+        for r in range(48):
+            out += _rank_lines(comm, r, lead_of(r))
+        if comm == 3:
+            out += NT.splitlines() + [f"{lead_of(0)}[rank0]: step 100 | loss 2.31 | 412.5 ms"]
+    out.append("Total img/sec on 48 GPU(s): 1234.5 +-3.2")
+    return "\n".join(out) + "\n"
+
+
+LEADS = {
+    "plain": lambda r: "",
+    "mpirun": lambda r: f"[1,{r}]<stdout>:",  # mpirun --tag-output
+    "kubectl": lambda r: f"2024-10-23T19:30:56.{r:06d}Z ",  # kubectl logs --timestamps
+}
+
+
+def _fast_and_line(path, monkeypatch, chunk: int, fast_min: int) -> tuple[dict, dict, int]:
+    taken = []
+    real = fastpath.read_span
+
+    def spy(*a, **k):
+        got = real(*a, **k)
+        taken.append(got is not None)
+        return got
+
+    with monkeypatch.context() as m:
+        m.setattr(scan, "CHUNK", chunk)
+        m.setattr(scan, "FAST_MIN", fast_min)
+        m.setattr(fastpath, "read_span", spy)
+        m.setenv(parallel.JOBS_ENV, "1")
+        fast = parse_file(path)
+        m.setattr(scan, "FAST_MIN", 1 << 40)
+        line = parse_file(path)
+    return fast, line, sum(taken)
+
+
+@pytest.mark.parametrize("lead", sorted(LEADS))
+@pytest.mark.parametrize("others", [fastpath.OTHERS_MAX, 1.0])
+def test_a_generated_job_log(tmp_path, monkeypatch, lead, others):
+    """As it is, and with the fast path taken however many lines of new hosts a chunk holds."""
+    p = tmp_path / "job.log"
+    p.write_text(_job_log(LEADS[lead]))
+    assert p.stat().st_size > 3 << 20
+    monkeypatch.setattr(fastpath, "OTHERS_MAX", others)
+    fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
+    assert taken >= (6 if others < 1 else 14)  # most chunks took the fast path, or all
+    assert fast == line
+    n = fast["nccl"]
+    assert n["hosts"] == sorted(HOSTS) and n["nranks"] == 48 and n["network"] == "IB"
+    assert n["transports"] == ["NET/IB/GDRDMA", "P2P/IPC"] and len(n["edges"]) == 40 * 12
+    assert {w["message"]: w["count"] for w in n["warn_details"]} == {"Cuda failure 'out of memory'": 12}
+    assert fast["nccl_tests"]["avg_busbw"] == 189.5 and fast["horovod"]["num_gpus"] == 48
+    assert fast["launcher_prefix"] == ("[1,N]<stdout>:" if lead == "mpirun" else None)
+
+
+def test_every_corpus_file(tmp_path, monkeypatch):
+    """Each file read in 2 KiB chunks, every chunk through the fast path when it has two lines or more."""
+    monkeypatch.setattr(fastpath, "nccl_dominated", lambda *a: True)
+    monkeypatch.setattr(fastpath, "OTHERS_MAX", 1.0)
+    differ, taken = [], 0
+    for name in CORPUS:
+        fast, line, n = _fast_and_line(LOGS / name, monkeypatch, 2048, 0)
+        taken += n
+        if fast != line:
+            differ.append(name)
+    assert differ == []
+    assert taken > 100
+
+
+def test_the_benchmark_log(tmp_path, monkeypatch):
+    """benchmarks/parse_speed.py's log, 4 nodes of 8 GPUs."""
+    spec = importlib.util.spec_from_file_location("parse_speed", REPO / "benchmarks" / "parse_speed.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    p = tmp_path / "bench.log"
+    bench.generate(p, 4 << 20, nodes=4)
+    fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
+    assert taken >= 10 and fast == line
+    assert len(fast["nccl"]["hosts"]) == 4 and fast["nccl"]["nranks"] == 32 and fast["nccl_tests"]["avg_busbw"] == 187.321
+
+
+def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
+    p = tmp_path / "job.log"
+    p.write_text(_job_log(LEADS["mpirun"]))
+    monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
+    monkeypatch.setattr(scan, "FAST_MIN", 64 << 10)
+    monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    one = parse_file(p)
+    spans = []
+    real = parallel.extracted
+
+    def spy(*a, **k):
+        for span, parts in real(*a, **k):
+            spans.append(parts is not None)
+            yield span, parts
+
+    monkeypatch.setattr(parallel, "extracted", spy)
+    monkeypatch.setenv(parallel.JOBS_ENV, "3")
+    many = parse_file(p)
+    assert sum(spans) >= 3  # spans read by workers
+    assert many == one
+    monkeypatch.setattr(scan, "FAST_MIN", 1 << 40)
+    assert many == parse_file(p)  # and the line path
