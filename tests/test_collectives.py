@@ -319,3 +319,21 @@ def test_the_scaling_model_never_takes_another_collective_for_allreduce(cli, tmp
                                      (tr, record(tr, 100.0, compute_time_s=0.1, comm_time_s=0.2))])
     why = {w.label: {f.rule: f for f in w.findings} for w in build([rd.root]).why}
     assert "an allreduce curve of the same framework" in why[tr.label]["model"].claim
+
+
+def test_a_wrong_result_is_an_error_in_the_report_and_in_explain(tmp_path):
+    ar_point = point(kind="allreduce", nodes=1, rpn=2)
+    ag = replace(ar_point, collective="all_gather", id=point_id({**ar_point.params(), "collective": "all_gather"}))
+    rows = [AllreduceRow(size_bytes=1 << k, count=1 << (k - 3), dtype="float", time_us=10.0, algbw_gbps=1.0,
+                         busbw_gbps=0.5, wrong=0, oop_time_us=10.0, oop_algbw_gbps=1.0, oop_busbw_gbps=0.5,
+                         oop_wrong=3 if k == 10 else 0, collective="all_gather", redop="none") for k in (10, 20)]
+    rd = make_run(tmp_path / "run", [(ag, record(ag, 1.0, kind="allreduce", allreduce=rows,
+                                                   params={"collective": "all_gather"}))])
+    rep = build([rd.root])
+    table = next(t for t in rep.tables if t.key == "all_gather")
+    assert any(n.startswith("wrong results") and ag.label in n for n in table.notes)  # out of place counts too
+    found = {f.rule: f for w in rep.why for f in w.findings}
+    assert found["wrong-results"].severity == "error" and "3 out of place at 1,024 B" in found["wrong-results"].claim
+    clean = make_run(tmp_path / "clean", [(ag, record(ag, 1.0, kind="allreduce", params={"collective": "all_gather"},
+                                                      allreduce=[replace(r, oop_wrong=0) for r in rows]))])
+    assert not any(f.rule == "wrong-results" for w in build([clean.root]).why for f in w.findings)

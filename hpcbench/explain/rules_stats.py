@@ -1,5 +1,5 @@
 """Rules about what the figures can bear: too few repeats, noisy steps, a speedup within noise of its
-baseline, and how much of the step is communication."""
+baseline, how much of the step is communication, and a communication result that was wrong."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 
 from hpcbench.explain.context import Context
 from hpcbench.findings import Finding
-from hpcbench.vocab import INFO, WARNING
+from hpcbench.vocab import ERROR, INFO, WARNING
 
 MIN_REPEATS = 3
 NOISY_CV = 0.10  # coefficient of variation of the step times
@@ -67,4 +67,19 @@ def communication(ctx: Context) -> list[Finding]:
                     ctx.name, share if math.isfinite(share) else None)]
 
 
-RULES = (repeats, noisy_steps, within_noise_of_baseline, communication)
+def wrong_results(ctx: Context) -> list[Finding]:
+    """A communication point whose ranks did not all hold the exact result: its figures time a broken operation."""
+    bad = [(n, mode, r.size_bytes) for s in ctx.point.samples for r in s.allreduce
+           for mode, n in (("in place", r.wrong), ("out of place", r.oop_wrong)) if n is not None and n > 0]
+    if not bad:
+        return []
+    where = "; ".join(f"{n:,} {mode} at {size:,} B" for n, mode, size in bad[:4]) + (" …" if len(bad) > 4 else "")
+    return [Finding(ERROR, "wrong-results", f"{sum(n for n, _, _ in bad):,} element(s) of the "
+                    f"{getattr(ctx.point, 'collective', None) or 'all_reduce'} results differed from the exact ones "
+                    f"({where})", "run it again; if it repeats, the library or the transport corrupts data: compare "
+                    "another backend on the same nodes, and report it with the job log",
+                    "result.json allreduce[].wrong / oop_wrong; the job log's '# Out of bounds values : N FAILED'",
+                    subject=ctx.name)]
+
+
+RULES = (repeats, noisy_steps, within_noise_of_baseline, communication, wrong_results)

@@ -72,13 +72,15 @@ def collective_table(aggs: list[Agg], collective: str, peaks: dict[int, tuple[An
     title = TITLES[collective]
     t = Table("allreduce" if collective == "all_reduce" else collective, f"{title} bandwidth: busbw (algbw), GB/s",
               ["message size", *(name for name, _, _ in data)], rows, empty=f"no {collective} points")
-    wrong = sorted({a.label for _, a, _ in data for s in a.samples for r in s.allreduce if r.wrong > 0})
+    wrong = sorted({a.label for _, a, _ in data for s in a.samples for r in s.allreduce
+                    if r.wrong > 0 or (r.oop_wrong or 0) > 0})
     if rows:
         t.notes.append(f"algbw = bytes / time; busbw = algbw × {FACTORS[collective]} (nccl-tests' definitions for "
                        f"{collective}); out-of-place figures for nccl-tests logs"
                        + (f"; size = {SIZES[collective]}" if collective in SIZES else ""))
     if wrong:
-        t.notes.append(f"wrong results (elements that differ from the exact result) in: {', '.join(wrong)}")
+        t.notes.append(f"wrong results (elements that differ from the exact result, in or out of place) in: "
+                       f"{', '.join(wrong)} (see hpcbench explain)")
     for name, a, _ in data:
         peak, why = peaks.get(id(a), (None, ""))
         t.notes.append(f"link peak of {name}: " + (f"{peak.gbps:g} GB/s, {peak.link} ({peak.source})" if peak

@@ -189,6 +189,9 @@ def measure(comm: Comm, cfg: AllreduceConfig, device: Any, sync: Any) -> Measure
             a[:used].zero_()
             b[:used].zero_()
             mine = _timed(comm, cfg, call, sync)
+            # every rank's last timed operation is over before any rank overwrites its input (a library may still
+            # be sending from it): nccl-tests' Barrier before initData (src/common.cu:798)
+            comm.reduce(0.0, "sum")
             fill(torch, cfg.collective, rank, call.source)
             res = call.run()
             sync()
