@@ -154,3 +154,20 @@ def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
     assert many == one
     monkeypatch.setattr(scan, "FAST_MIN", 1 << 40)
     assert many == parse_file(p)  # and the line path
+
+
+def test_a_rank_printed_by_two_hosts_in_one_chunk(tmp_path, monkeypatch):
+    """Each rank's init line printed by host A, then (a restarted job) by host B, in one chunk: the line
+    path takes A, the first in file order, for the rank's host, and so must the fast path (it once took
+    whichever line came first out of a set, and so gave NET edges between A's ranks no scope)."""
+    out = [f"{h}:1:1 [0] NCCL INFO AllReduce: opCount {i} count 1" for h in ("hostA", "hostB") for i in range(5)]
+    for r in range(64):
+        out += [f"host{h}:1:1 [0] NCCL INFO comm 0x{h.lower()}{r:04x} rank {r} nranks 64 cudaDev 0 busId 1000 - Init COMPLETE"
+                for h in "AB"]
+    out += [f"hostA:1:1 [0] NCCL INFO Channel 00/0 : {r}[0] -> {(r + 1) % 64}[0] via NET/IB/0" for r in range(64)]
+    out += [f"hostA:1:1 [0] NCCL INFO AllReduce: opCount {i} count 1" for i in range(3000)]
+    p = tmp_path / "two.log"
+    p.write_text("\n".join(out) + "\n")
+    fast, line, taken = _fast_and_line(p, monkeypatch, 64 << 10, 0)
+    assert taken >= 3 and fast == line
+    assert {e["scope"] for e in fast["nccl"]["edges"]} == {"intra"}

@@ -237,23 +237,25 @@ def _add(buf: bytes, start: int, end: int, prev_end: int, known: Known, out: lis
 
 
 def _fresh(buf: bytes, lo: int, hi: int, msgs: list[bytes], seen: Seen) -> tuple[set[bytes], int | None, list[tuple[int, bytes]]]:
-    """The messages not read before; the largest nranks of new init lines (which are not handed on, nor
-    remembered: each is new); (start, line) of the first line of each other new message."""
+    """The messages not read before; the largest nranks of init lines of a (rank, nranks) not seen before,
+    whose lines are all handed on (the line path takes the first, in file order); (start, line) of the first
+    line of each other new message. Init lines are not remembered: each is new. Set operations on whole
+    chunks, not a loop per message: a 1024-rank job prints 200,000 init lines per GB."""
     if seen.msgs.issuperset(msgs):  # C-level, and it stops at the first new message
         return set(), None, []
     fresh = set(filterfalse(seen.msgs.__contains__, msgs))  # only the new ones go into a set
-    nranks = None
+    nranks, first = None, []
     inits = _INIT.findall(b"\n" + b"\n".join(fresh))
-    first = set()
     if inits:
-        nranks = max(int(n) for _, _, n in inits)
-        fresh.difference_update(m for m, _, _ in inits)
-        for m, r, n in inits:
-            if (r, n) not in seen.inits:
-                seen.inits.add((r, n))
-                first.add(m)
-    seen.msgs |= fresh  # not the init lines: each is new, remembering them costs memory and saves nothing
-    fresh |= first
+        lines, ranks, sizes = zip(*inits)
+        fresh.difference_update(lines)
+        new = set(zip(ranks, sizes)).difference(seen.inits)
+        if new:  # a (rank, nranks) seen before gave its nranks then
+            seen.inits |= new
+            nranks = max(int(n) for _, n in new)
+            first = [m for m, r, n in inits if (r, n) in new]
+    seen.msgs |= fresh
+    fresh.update(first)
     if len(seen.msgs) > SEEN_MAX:
         seen.msgs.clear()
     return fresh, nranks, _first_lines(buf, lo, hi, fresh)
