@@ -119,16 +119,47 @@ def test_every_corpus_file(tmp_path, monkeypatch):
     assert taken > 100
 
 
-def test_the_benchmark_log(tmp_path, monkeypatch):
-    """benchmarks/parse_speed.py's log, 4 nodes of 8 GPUs."""
+def _bench_log(path) -> bytes:
+    """benchmarks/parse_speed.py's log, 4 nodes of 8 GPUs, 4 MB."""
     spec = importlib.util.spec_from_file_location("parse_speed", REPO / "benchmarks" / "parse_speed.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    bench.generate(path, 4 << 20, nodes=4)
+    return path.read_bytes()
+
+
+def test_the_benchmark_log(tmp_path, monkeypatch):
     p = tmp_path / "bench.log"
-    bench.generate(p, 4 << 20, nodes=4)
+    _bench_log(p)
     fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
     assert taken >= 10 and fast == line
     assert len(fast["nccl"]["hosts"]) == 4 and fast["nccl"]["nranks"] == 32 and fast["nccl_tests"]["avg_busbw"] == 187.321
+
+
+# One line near the end of the benchmark's log, changed: (a text the line holds, the bytes changed, to what,
+# what the result must then show).
+LATE = {
+    "host of a chatter line": (b"AllReduce", b"gpu-node-002:", b"gpu-node-009:", lambda n: "gpu-node-009" in n["hosts"]),
+    "host of an edge line": (b"via P2P/IPC", b"gpu-node-001:", b"gpu-node-00b:", lambda n: "gpu-node-00b" in n["hosts"]),
+    "transport of an edge line": (b"via P2P/IPC", b"P2P/IPC", b"P2P/CUMEM", lambda n: "P2P/CUMEM" in n["transports"]),
+    "nranks of an init line": (b"Init COMPLETE", b" nranks 32 ", b" nranks 33 ", lambda n: n["nranks"] == 33),
+}
+
+
+@pytest.mark.parametrize("change", sorted(LATE))
+def test_one_late_line_that_differs(tmp_path, monkeypatch, change):
+    """After the same communicators were printed again and again, one line differs: the fast path, which
+    skips lines of known hosts with messages it has read, finds its one new fact as the line path does."""
+    holds, old, new, shows = LATE[change]
+    data = _bench_log(tmp_path / "bench.log")
+    start = data.index(b"\n", int(len(data) * 0.9)) + 1
+    while holds not in data[start:data.index(b"\n", start)] or old not in data[start:data.index(b"\n", start)]:
+        start = data.index(b"\n", start) + 1
+    end = data.index(b"\n", start)
+    p = tmp_path / "changed.log"
+    p.write_bytes(data[:start] + data[start:end].replace(old, new, 1) + data[end:])
+    fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
+    assert taken >= 10 and fast == line and shows(fast["nccl"])
 
 
 def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
