@@ -162,9 +162,10 @@ def test_one_late_line_that_differs(tmp_path, monkeypatch, change):
     assert taken >= 10 and fast == line and shows(fast["nccl"])
 
 
-def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
+@pytest.mark.parametrize("lead", ["plain", "mpirun"])  # host test in numpy, by regex
+def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch, lead):
     p = tmp_path / "job.log"
-    p.write_text(_job_log(LEADS["mpirun"]))
+    p.write_text(_job_log(LEADS[lead]))
     monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
     monkeypatch.setattr(scan, "FAST_MIN", 64 << 10)
     monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
