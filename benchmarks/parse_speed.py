@@ -14,6 +14,13 @@ processes; with the default, which counts idle CPUs) and `grep -c 'NCCL INFO' FI
 wall and CPU time (user + system, os.wait4 of the child, which includes the workers it reaped; on a
 machine shared with other work the CPU ratio is the steadier figure), the ratios, and the peak RSS of
 the largest process (ru_maxrss) and of all the parser's processes together (polled from /proc). The folder is deleted unless --keep.
+
+With --floor it also times, in the same interleaved runs, what an exact reader cannot do without in
+CPython: starting `hpcbench parse` (on an empty file), importing numpy, and, in one process over the log
+in 2 MiB chunks, reading it, one `re` pass that stops nowhere, one that stops at every line, one that tests
+every line's host (regex, and numpy as hpcbench/parse/hostwin.py does), the pass that finds the
+fact-carrying messages (fastpath.MSG) and comparing those with the ones read before. Their sum is a floor
+for a reader built from these parts.
 """
 
 from __future__ import annotations
@@ -165,13 +172,84 @@ def _timed(cmd: list[str], out, env: dict[str, str] | None = None) -> tuple[floa
     return dt, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, peak[0], proc.returncode
 
 
+def _floor_passes(log: Path) -> dict[str, float]:
+    """CPU seconds of each pass over ``log`` in 2 MiB chunks, in this process: reading, then each pass
+    on its own, beyond reading."""
+    import re
+
+    from hpcbench.parse import fastpath, hostwin
+
+    hostwin._numpy()  # imported before timing: its import is timed on its own
+    known = fastpath.Known()
+    known.hosts = {f"gpu-node-{i:03d}".encode() for i in range(NODES)}
+    known._dirty = True
+    known.compiled()
+    seen = fastpath.Seen()
+    passes = {
+        "re: a pass that stops nowhere": re.compile(rb"\x01").findall,
+        "re: a pass that stops at every line": re.compile(rb"\n").findall,
+        "re: every line's host (fastpath.Known.other)": known.other.findall,
+        "numpy: every line's host (hostwin)": lambda d: hostwin.unknown_starts(
+            d, d.find(b"\n"), d.rfind(b"\n"), known.window, known.width, known.good),
+        "re: the fact-carrying messages (fastpath.MSG)": fastpath.MSG.findall,
+        # as the fast path does it: set lookups, and the keys of the init lines, each new
+        "those messages compared with the ones read": lambda msgs: fastpath._fresh(b"", 0, 0, msgs, seen),
+    }
+    out = {"read 2 MiB chunks": 0.0, **dict.fromkeys(passes, 0.0)}
+    with open(log, "rb") as f:
+        while True:
+            t0 = time.process_time()
+            data = f.read(2 << 20)
+            out["read 2 MiB chunks"] += time.process_time() - t0
+            if not data:
+                return out
+            for name, work in passes.items():
+                arg = fastpath.MSG.findall(data) if name.startswith("those") else data
+                t0 = time.process_time()
+                work(arg)
+                out[name] += time.process_time() - t0
+
+
+def _floor(tmp: Path, log: Path, floors: dict[str, list[float]]) -> None:
+    """One run of each floor figure (see the module's docstring)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    (tmp / "empty.log").write_bytes(b"")
+    with open(os.devnull, "w") as null:
+        start = _timed([sys.executable, "-m", "hpcbench", "parse", str(tmp / "empty.log")], null, env)[1]
+        bare = _timed([sys.executable, "-c", "pass"], null, env)[1]
+        numpy = _timed([sys.executable, "-c", "import numpy"], null, env)[1] - bare
+    got = json.loads(subprocess.run([sys.executable, __file__, "--floor-of", str(log)], env=env, cwd=REPO,
+                                    capture_output=True, text=True, check=True).stdout)
+    for name, cpu in {"start hpcbench parse (empty file)": start, "import numpy": numpy, **got}.items():
+        floors.setdefault(name, []).append(cpu)
+
+
+def _print_floor(floors: dict[str, list[float]], g_cpu: float) -> None:
+    med = {k: median(v) for k, v in floors.items()}
+    for k, v in med.items():
+        print(f"  {k}: {v:.2f} s CPU ({v / g_cpu:.1f}x grep)")
+    fixed = med["start hpcbench parse (empty file)"] + med["read 2 MiB chunks"]
+    stops = fixed + med["re: a pass that stops at every line"]
+    print(f"floor of any reader that acts on every line with re: start + read + a pass that stops at every line = "
+          f"{stops:.2f} s CPU, {stops / g_cpu:.1f}x grep, before a host is tested or a message read")
+    design = fixed + med["import numpy"] + med["numpy: every line's host (hostwin)"] + sum(
+        med[k] for k in ("re: the fact-carrying messages (fastpath.MSG)", "those messages compared with the ones read"))
+    print(f"floor of the fast path's parts: start + read + numpy + each line's host + messages found and compared = "
+          f"{design:.2f} s CPU, {design / g_cpu:.1f}x grep (the line path for new lines and the bookkeeping come on top)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--dir", default="/var/tmp")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each command; medians are reported")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--floor", action="store_true", help="also time the passes an exact reader needs")
+    ap.add_argument("--floor-of", help=argparse.SUPPRESS)  # the child that times them on this log
     args = ap.parse_args()
+    if args.floor_of:
+        print(json.dumps(_floor_passes(Path(args.floor_of))))
+        return
     tmp = Path(tempfile.mkdtemp(prefix="hpcbench-parse-speed-", dir=args.dir))
     try:
         log = tmp / "nccl_1024ranks.log"
@@ -190,6 +268,7 @@ def main() -> None:
         modes = [("1 process", "1"), ("2 workers", "2"), ("default", "")]
         runs: dict[str, list[tuple[float, float, int, int, int]]] = {"grep": []}
         runs.update({m: [] for m, _ in modes})
+        floors: dict[str, list[float]] = {}
         out = tmp / "parsed.json"
         for _ in range(args.repeat):  # interleaved, so a burst of load elsewhere hits all alike
             # grep's output goes to a file: with stdout on /dev/null GNU grep stops at the first match.
@@ -202,6 +281,8 @@ def main() -> None:
                 if r[4] != 0:
                     sys.exit(f"hpcbench parse ({mode}) failed with exit code {r[4]}")
                 runs[mode].append(r)
+            if args.floor:
+                _floor(tmp, log, floors)
         doc = json.loads(out.read_text())[0]
         nccl = doc["nccl"]
         g_dt, g_cpu = median(r[0] for r in runs["grep"]), median(r[1] for r in runs["grep"])
@@ -219,6 +300,8 @@ def main() -> None:
         print(f"found: {len(nccl['hosts'])} hosts, nranks {nccl['nranks']}, transports {nccl['transports']}, "
               f"{len(nccl['edges'])} distinct edges, network {nccl['network']}, "
               f"nccl-tests avg {doc['nccl_tests'] and doc['nccl_tests']['avg_busbw']}")
+        if floors:
+            _print_floor(floors, max(g_cpu, 1e-3))
         print(f"machine: load average {os.getloadavg()[0]:.1f} after the runs")
     finally:
         if args.keep:

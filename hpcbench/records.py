@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -195,10 +195,11 @@ class ResultRecord:
     def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> ResultRecord:
         check(doc, RESULT, source)
         gpu = doc.get("gpu")
-        return replace(_from_dict(cls, doc), ranks=[_from_dict(RankInfo, r) for r in doc.get("ranks", [])],
-                       gpu=_from_dict(GpuUtil, gpu) if isinstance(gpu, dict) else None,
-                       allreduce=[_from_dict(AllreduceRow, r) for r in doc.get("allreduce", [])],
-                       node_load=[_from_dict(NodeLoad, n) for n in doc.get("node_load") or []])
+        # the nested records are built before the record (dataclasses.replace would build it twice)
+        return _from_dict(cls, {**doc, "ranks": [_from_dict(RankInfo, r) for r in doc.get("ranks", [])],
+                                "gpu": _from_dict(GpuUtil, gpu) if isinstance(gpu, dict) else None,
+                                "allreduce": [_from_dict(AllreduceRow, r) for r in doc.get("allreduce", [])],
+                                "node_load": [_from_dict(NodeLoad, n) for n in doc.get("node_load") or []]})
 
     @property
     def slurm_nodes(self) -> list[str]:

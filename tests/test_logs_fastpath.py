@@ -119,21 +119,53 @@ def test_every_corpus_file(tmp_path, monkeypatch):
     assert taken > 100
 
 
-def test_the_benchmark_log(tmp_path, monkeypatch):
-    """benchmarks/parse_speed.py's log, 4 nodes of 8 GPUs."""
+def _bench_log(path) -> bytes:
+    """benchmarks/parse_speed.py's log, 4 nodes of 8 GPUs, 4 MB."""
     spec = importlib.util.spec_from_file_location("parse_speed", REPO / "benchmarks" / "parse_speed.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    bench.generate(path, 4 << 20, nodes=4)
+    return path.read_bytes()
+
+
+def test_the_benchmark_log(tmp_path, monkeypatch):
     p = tmp_path / "bench.log"
-    bench.generate(p, 4 << 20, nodes=4)
+    _bench_log(p)
     fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
     assert taken >= 10 and fast == line
     assert len(fast["nccl"]["hosts"]) == 4 and fast["nccl"]["nranks"] == 32 and fast["nccl_tests"]["avg_busbw"] == 187.321
 
 
-def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
+# One line near the end of the benchmark's log, changed: (a text the line holds, the bytes changed, to what,
+# what the result must then show).
+LATE = {
+    "host of a chatter line": (b"AllReduce", b"gpu-node-002:", b"gpu-node-009:", lambda n: "gpu-node-009" in n["hosts"]),
+    "host of an edge line": (b"via P2P/IPC", b"gpu-node-001:", b"gpu-node-00b:", lambda n: "gpu-node-00b" in n["hosts"]),
+    "transport of an edge line": (b"via P2P/IPC", b"P2P/IPC", b"P2P/CUMEM", lambda n: "P2P/CUMEM" in n["transports"]),
+    "nranks of an init line": (b"Init COMPLETE", b" nranks 32 ", b" nranks 33 ", lambda n: n["nranks"] == 33),
+}
+
+
+@pytest.mark.parametrize("change", sorted(LATE))
+def test_one_late_line_that_differs(tmp_path, monkeypatch, change):
+    """After the same communicators were printed again and again, one line differs: the fast path, which
+    skips lines of known hosts with messages it has read, finds its one new fact as the line path does."""
+    holds, old, new, shows = LATE[change]
+    data = _bench_log(tmp_path / "bench.log")
+    start = data.index(b"\n", int(len(data) * 0.9)) + 1
+    while holds not in data[start:data.index(b"\n", start)] or old not in data[start:data.index(b"\n", start)]:
+        start = data.index(b"\n", start) + 1
+    end = data.index(b"\n", start)
+    p = tmp_path / "changed.log"
+    p.write_bytes(data[:start] + data[start:end].replace(old, new, 1) + data[end:])
+    fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
+    assert taken >= 10 and fast == line and shows(fast["nccl"])
+
+
+@pytest.mark.parametrize("lead", ["plain", "mpirun"])  # host test in numpy, by regex
+def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch, lead):
     p = tmp_path / "job.log"
-    p.write_text(_job_log(LEADS["mpirun"]))
+    p.write_text(_job_log(LEADS[lead]))
     monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
     monkeypatch.setattr(scan, "FAST_MIN", 64 << 10)
     monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
@@ -154,3 +186,20 @@ def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch):
     assert many == one
     monkeypatch.setattr(scan, "FAST_MIN", 1 << 40)
     assert many == parse_file(p)  # and the line path
+
+
+def test_a_rank_printed_by_two_hosts_in_one_chunk(tmp_path, monkeypatch):
+    """Each rank's init line printed by host A, then (a restarted job) by host B, in one chunk: the line
+    path takes A, the first in file order, for the rank's host, and so must the fast path (it once took
+    whichever line came first out of a set, and so gave NET edges between A's ranks no scope)."""
+    out = [f"{h}:1:1 [0] NCCL INFO AllReduce: opCount {i} count 1" for h in ("hostA", "hostB") for i in range(5)]
+    for r in range(64):
+        out += [f"host{h}:1:1 [0] NCCL INFO comm 0x{h.lower()}{r:04x} rank {r} nranks 64 cudaDev 0 busId 1000 - Init COMPLETE"
+                for h in "AB"]
+    out += [f"hostA:1:1 [0] NCCL INFO Channel 00/0 : {r}[0] -> {(r + 1) % 64}[0] via NET/IB/0" for r in range(64)]
+    out += [f"hostA:1:1 [0] NCCL INFO AllReduce: opCount {i} count 1" for i in range(3000)]
+    p = tmp_path / "two.log"
+    p.write_text("\n".join(out) + "\n")
+    fast, line, taken = _fast_and_line(p, monkeypatch, 64 << 10, 0)
+    assert taken >= 3 and fast == line
+    assert {e["scope"] for e in fast["nccl"]["edges"]} == {"intra"}

@@ -39,9 +39,10 @@ class PointWhy:
 
 def explain(points: list[Any], allreduce_file: str | Path | None = None) -> list[PointWhy]:
     fitted = bounds.fits(points, allreduce_file)
-    out = []
+    out: list[PointWhy] = []
+    shared: dict[str, Any] = {}
     for p in points:
-        ctx = Context.of(p, points)
+        ctx = Context.of(p, points, shared)
         if not p.measures:  # a log of NCCL lines only: evidence about transports, nothing else
             out.append(PointWhy(p, ranked([f for rule in rules_net.RULES for f in rule(ctx)])))
             continue

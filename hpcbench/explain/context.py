@@ -41,12 +41,20 @@ class Context:
     evidence: Evidence = field(default_factory=Evidence)
     provenance: list[dict[str, Any]] = field(default_factory=list)
     record: Any = None  # the first measured repeat's ResultRecord, where the point has one
+    shared: dict[str, Any] = field(default_factory=dict)  # indexes over ``others``, built once for all points
 
     @classmethod
-    def of(cls, point: Any, others: list[Any]) -> Context:
+    def of(cls, point: Any, others: list[Any], shared: dict[str, Any] | None = None) -> Context:
         s = next((s for s in point.samples if s.ok), point.samples[0])
         logs = [p["file"] for p in parsed_logs(point) if p.get("file")] or [str(f) for f in s.logs]
-        return cls(point, others, parsed_logs(point), of_files(logs), list(s.provenance), s.record)
+        return cls(point, others, parsed_logs(point), of_files(logs), list(s.provenance), s.record,
+                   {} if shared is None else shared)
+
+    def index(self, name: str, build: Any) -> Any:
+        """An index over every point, built by ``build(others)`` on first use and shared by all the contexts."""
+        if name not in self.shared:
+            self.shared[name] = build(self.others)
+        return self.shared[name]
 
     @property
     def nccl(self) -> list[dict[str, Any]]:

@@ -132,15 +132,26 @@ def oversubscribed(ctx: Context) -> list[Finding]:
     return []
 
 
+def _same_work(a: Any) -> tuple[Any, ...]:
+    return a.framework, a.backend, a.model, a.batch_size, a.device
+
+
+def _one_per_node(points: list[Any]) -> dict[tuple[Any, ...], list[Any]]:
+    """Measured points of one rank per node with a compute time, by what they computed."""
+    out: dict[tuple[Any, ...], list[Any]] = {}
+    for a in points:
+        if a.ok and a.ranks_per_node == 1 and typical_compute(a):
+            out.setdefault(_same_work(a), []).append(a)
+    return out
+
+
 def compute_growth(ctx: Context) -> list[Finding]:
     """Compute per step should not depend on how many ranks share a node; when it grows, they compete."""
     p = ctx.point
     mine = typical_compute(p)
     if mine is None or (p.ranks_per_node or 1) <= 1:
         return []
-    peers = [a for a in ctx.others if a is not p and a.ok and a.ranks_per_node == 1 and typical_compute(a)
-             and (a.framework, a.backend, a.model, a.batch_size, a.device) ==
-             (p.framework, p.backend, p.model, p.batch_size, p.device)]
+    peers = ctx.index("one-rank-per-node", _one_per_node).get(_same_work(p))
     if not peers:
         return []
     base = min(peers, key=lambda a: a.nodes or 0)

@@ -64,7 +64,7 @@ def intra_inter(aggs: list[Agg]) -> tuple[Table, Table]:
     rows = train(aggs)
     heads = [h.format(unit=unit(rows)) for h in SCALING_HEADERS]
     one = [a for a in rows if a.servers in (1, None)]
-    many = [a for a in rows if a not in one]
+    many = [a for a in rows if a.servers not in (1, None)]
     intra = _table("intra", "Intra-node scaling (one server)", heads, one, "no single-server training points")
     inter = _table("inter", "Inter-node scaling (several servers)", heads, many, "no multi-server training points")
     if any(a.servers is None for a in rows):
