@@ -119,7 +119,7 @@ class Comm:
     def reduce(self, value: float, op: str) -> float:
         t = self.torch.tensor([value], dtype=self.torch.float64)
         if self.framework == "horovod":
-            return float(self.hvd.allreduce(t, op=self.hvd.Max if op == "max" else self.hvd.Sum)[0])
+            return float(self.hvd.allreduce(t, op=self.hvd.Max if op == "max" else self.hvd.Sum, name=f"hpcbench.{op}")[0])
         self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX if op == "max" else self.dist.ReduceOp.SUM)
         return float(t[0])
 
