@@ -60,6 +60,7 @@ def allreduce_sweep(train: dict[str, Any]) -> str:
 
 def run_sweeps(sweep: Path, where: Path) -> list[Path]:
     train = tomllib.loads(sweep.read_text())
+    where.mkdir(parents=True, exist_ok=True)
     ar = where / "allreduce.toml"
     ar.write_text(allreduce_sweep(train))
     runs = []
