@@ -108,7 +108,7 @@ def test_the_example_notebook_runs_in_a_jupyter_kernel(tmp_path, monkeypatch):
     assert all(p.label in text for p in points)  # the points table: every point, the failed one with its reason
     assert "boom: the ranks lost a peer" in text
     # the report's tables, the all_gather point in its own, and the findings (the failed point's among them)
-    assert "== Intra-node scaling" in text and "== All-gather bandwidth: busbw (algbw), GB/s" in text
+    assert "== Intra-node scaling" in text and "== All-gather bandwidth: busbw (algbw) GB/s, time per operation" in text
     assert "no-result" in text
     images = [o for o in outputs if o.output_type == "display_data" and "image/png" in o.get("data", {})]
     assert len(images) == 1 and base64.b64decode(images[0]["data"]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"

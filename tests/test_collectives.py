@@ -20,7 +20,9 @@ from report_helpers import make_run, point, record
 from hpcbench.parse import parse_file
 from hpcbench.plan.expand import point_id
 from hpcbench.records import AllreduceRow, ResultRecord
+from hpcbench.report.fmt import duration_us, num, size
 from hpcbench.report.summarize import build
+from hpcbench.report.tables_allreduce import HEADING
 from hpcbench.rundir import RunDir
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
 from hpcbench.workloads import allreduce as ar
@@ -293,13 +295,20 @@ def test_the_report_has_one_table_and_one_busbw_plot_per_collective(run, tmp_pat
     from hpcbench.report.summarize import write as write_report
 
     rep = build([run.root])
-    tables = {t.key: t for t in rep.tables if t.title.endswith("busbw (algbw), GB/s")}
+    tables = {t.key: t for t in rep.tables if t.title.endswith(HEADING)}
     assert list(tables) == ["allreduce", *COLLECTIVES[1:]]
     supported = {c: (3 if c not in ("reduce", "sendrecv") else 1) for c in COLLECTIVES}
     for c in COLLECTIVES:
         t = tables["allreduce" if c == "all_reduce" else c]
         assert len(t.headers) == 1 + supported[c], (c, t.headers)  # one column per point of this collective alone
         assert t.rows[-1][0] == "largest size vs link peak"
+        assert not any("collective=" in h for h in t.headers), t.headers  # the table is of one collective
+        # each cell: busbw (algbw), time per operation, as the point's record has them at that size
+        for col, a in enumerate(sorted((a for a in rep.aggs if a.collective == c and a.ok), key=lambda a: a.label)):
+            by_size = {size(r.size_bytes): r for r in a.first.allreduce}
+            cells = [(row[0], row[1 + col]) for row in t.rows[:-1]]
+            assert cells and all(cell == f"{num(by_size[n].busbw_gbps)} ({num(by_size[n].algbw_gbps)}), "
+                                 f"{duration_us(by_size[n].time_us)}" for n, cell in cells if n in by_size), cells
         assert any(f"busbw = algbw × {tables_factor(c)}" in n for n in t.notes)
         assert sum(n.startswith("unsupported: horovod-") for n in t.notes) == (2 if supported[c] == 1 else 0)
     # Collectives are never averaged together: the same backend and placement are separate points per collective.
@@ -322,7 +331,7 @@ def test_the_report_has_one_table_and_one_busbw_plot_per_collective(run, tmp_pat
     names = {f.name for f in files}
     assert {plots.bw_file(c) for c in COLLECTIVES} <= names and "allreduce_latency.png" in names
     md = (tmp_path / "report" / "report.md").read_text()
-    assert "## All-gather bandwidth: busbw (algbw), GB/s" in md and "![All-to-all bus bandwidth](alltoall_busbw.png)" \
+    assert f"## All-gather bandwidth: {HEADING}" in md and "![All-to-all bus bandwidth](alltoall_busbw.png)" \
         in md
 
 
@@ -334,10 +343,10 @@ def tables_factor(c: str) -> str:
 
 def test_a_real_log_of_another_collective_gets_its_own_table(tmp_path):
     rep = build([str(LOGS / "nccltests_allgather-bf16-g2_50.log"), str(LOGS / "nccltests_rccl-broadcast-trailer_60.log")])
-    keys = [t.key for t in rep.tables if t.title.endswith("busbw (algbw), GB/s")]
+    keys = [t.key for t in rep.tables if t.title.endswith(HEADING)]
     assert keys == ["all_gather", "broadcast"]  # and no allreduce table: neither log is one
     gather = next(t for t in rep.tables if t.key == "all_gather")
-    assert gather.headers[1].startswith("nccl-tests all_gather") and gather.rows[0][:2] == ["16 MiB", "77.10 (154.20)"]
+    assert gather.headers[1].startswith("nccl-tests all_gather") and gather.rows[0][:2] == ["16 MiB", "77.10 (154.20), 109 us"]  # the log's row: 108.8 us
 
 
 def test_the_scaling_model_never_takes_another_collective_for_allreduce(cli, tmp_path):
@@ -373,3 +382,8 @@ def test_a_wrong_result_is_an_error_in_the_report_and_in_explain(tmp_path):
     clean = make_run(tmp_path / "clean", [(ag, record(ag, 1.0, kind="allreduce", params={"collective": "all_gather"},
                                                       allreduce=[replace(r, oop_wrong=0) for r in rows]))])
     assert not any(f.rule == "wrong-results" for w in build([clean.root]).why for f in w.findings)
+
+
+def test_time_per_operation_reads_in_its_unit():
+    assert [duration_us(v) for v in (8.2, 999.0, 1140.0, 2.31e6, None)] == ["8.2 us", "999 us", "1.14 ms", "2.31 s",
+                                                                          "—"]

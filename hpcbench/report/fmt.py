@@ -48,6 +48,16 @@ def clip(text: str | None, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def duration_us(us: float | None) -> str:
+    """A time given in microseconds, in the unit that reads best: '8.2 us', '1.14 ms', '2.31 s'."""
+    if us is None:
+        return "—"
+    for unit, scale in (("s", 1e6), ("ms", 1e3)):
+        if us >= scale:
+            return f"{us / scale:.3g} {unit}"
+    return f"{us:.3g} us"
+
+
 def size(n: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale and n % scale == 0:

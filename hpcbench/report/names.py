@@ -39,10 +39,12 @@ def what(a: Agg) -> str:
     return f"{fw}{backend}{model}"
 
 
-def point_name(a: Agg) -> str:
-    """A point on a plot or in a legend: what ran, over which network, where, and what else tells it apart."""
+def point_name(a: Agg, drop: str | None = None) -> str:
+    """A point on a plot or in a legend: what ran, over which network, where, and what else tells it apart
+    (but the axis ``drop``, where every point shown shares it)."""
     net = network(a)
-    return f"{what(a)}, {placement(a)}" + (f", {net}" if net else "") + (f", {a.apart}" if a.apart else "")
+    apart = ", ".join(p for p in a.apart.split(", ") if p and not p.startswith(f"{drop}=")) if drop else a.apart
+    return f"{what(a)}, {placement(a)}" + (f", {net}" if net else "") + (f", {apart}" if apart else "")
 
 
 def settings_column(heads: list[str], rows: list[list[Any]], points: list[Agg], at: int) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from hpcbench.report.aggregate import Agg, mean
-from hpcbench.report.fmt import clip, num, size
-from hpcbench.report.names import names_apart
+from hpcbench.report.fmt import clip, duration_us, num, size
+from hpcbench.report.names import names_apart, point_name
 from hpcbench.tabular import Table
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
 
@@ -17,6 +17,7 @@ TITLES = {"all_reduce": "Allreduce", "all_gather": "All-gather", "reduce_scatter
           "broadcast": "Broadcast", "reduce": "Reduce", "alltoall": "All-to-all", "sendrecv": "Send/receive"}
 FACTORS = {"all_reduce": "2(n−1)/n", "all_gather": "(n−1)/n", "reduce_scatter": "(n−1)/n", "broadcast": "1",
            "reduce": "1", "alltoall": "(n−1)/n", "sendrecv": "1"}  # nccl-tests doc/PERFORMANCE.md, src/*.cu GetBw
+HEADING = "busbw (algbw) GB/s, time per operation"  # each cell: "0.92 (0.91), 1.14 ms"
 SIZES = {"all_gather": "the gathered buffer, n × each rank's share", "reduce_scatter": "the whole input, n × each "
          "rank's share", "alltoall": "the whole buffer, n × the block for each peer"}
 
@@ -41,7 +42,8 @@ def curves(aggs: list[Agg], collective: str | None = None) -> list[tuple[str, Ag
     """(name, point, curve) for every measured communication point (of ``collective``), named by what it is."""
     measured = [a for a in aggs if a.ok and any(s.allreduce for s in a.samples)
                 and collective in (None, collective_of(a))]
-    names = names_apart(measured)
+    # in one collective's table or plot the collective tells nothing apart
+    names = names_apart(measured, (lambda a: point_name(a, drop="collective")) if collective else point_name)
     out = []
     for a in sorted(measured, key=lambda a: names[id(a)]):
         by_size: dict[int, list[tuple[float, float, float]]] = {}
@@ -65,12 +67,12 @@ def collective_table(aggs: list[Agg], collective: str, peaks: dict[int, tuple[An
     data = curves(aggs, collective)
     peaks = peaks or {}
     sizes = sorted({k for _, _, c in data for k in c})
-    rows = [[size(n), *(f"{num(c[n][0])} ({num(c[n][1])})" if n in c else "—" for _, _, c in data)]
-            for n in sizes]
+    rows = [[size(n), *(f"{num(c[n][0])} ({num(c[n][1])}), {duration_us(c[n][2])}" if n in c else "—"
+                        for _, _, c in data)] for n in sizes]
     if rows:  # speed of light: where the link is known, how close the largest message came to it
         rows.append(["largest size vs link peak", *(_of_peak(c, peaks.get(id(a), (None, ""))[0]) for _, a, c in data)])
     title = TITLES[collective]
-    t = Table("allreduce" if collective == "all_reduce" else collective, f"{title} bandwidth: busbw (algbw), GB/s",
+    t = Table("allreduce" if collective == "all_reduce" else collective, f"{title} bandwidth: {HEADING}",
               ["message size", *(name for name, _, _ in data)], rows, empty=f"no {collective} points")
     wrong = sorted({a.label for _, a, _ in data for s in a.samples for r in s.allreduce
                     if r.wrong > 0 or (r.oop_wrong or 0) > 0})
