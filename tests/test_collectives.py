@@ -22,7 +22,7 @@ from hpcbench.plan.expand import point_id
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.report.fmt import duration_us, num, size
 from hpcbench.report.summarize import build
-from hpcbench.report.tables_allreduce import HEADING
+from hpcbench.report.tables_allreduce import HEADING, curves
 from hpcbench.rundir import RunDir
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
 from hpcbench.workloads import allreduce as ar
@@ -304,9 +304,10 @@ def test_the_report_has_one_table_and_one_busbw_plot_per_collective(run, tmp_pat
         assert t.rows[-1][0] == "largest size vs link peak"
         assert not any("collective=" in h for h in t.headers), t.headers  # the table is of one collective
         # each cell: busbw (algbw), time per operation, as the point's record has them at that size
-        for col, a in enumerate(sorted((a for a in rep.aggs if a.collective == c and a.ok), key=lambda a: a.label)):
+        for i, (name, a, _) in enumerate(curves(rep.aggs, c)):
+            assert t.headers[1 + i] == name and a.collective == c
             by_size = {size(r.size_bytes): r for r in a.first.allreduce}
-            cells = [(row[0], row[1 + col]) for row in t.rows[:-1]]
+            cells = [(row[0], row[1 + i]) for row in t.rows[:-1]]
             assert cells and all(cell == f"{num(by_size[n].busbw_gbps)} ({num(by_size[n].algbw_gbps)}), "
                                  f"{duration_us(by_size[n].time_us)}" for n, cell in cells if n in by_size), cells
         assert any(f"busbw = algbw × {tables_factor(c)}" in n for n in t.notes)
