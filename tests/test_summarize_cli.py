@@ -149,7 +149,7 @@ def test_allreduce_and_comm_compute_points(tmp_path):
     t = next(t for t in rep.tables if t.key == "allreduce")
     # columns named by what ran and where: framework-backend, hosts x ranks per host
     assert t.headers == ["message size", "ddp-gloo, 1 host × 2", "horovod-gloo, 2 hosts × 2"]
-    assert [r[0] for r in t.rows[:-1]] == ["1 KiB", "1 MiB", "1 GiB"] and t.rows[2][1] == "3.00 (2.00)"
+    assert [r[0] for r in t.rows[:-1]] == ["1 KiB", "1 MiB", "1 GiB"] and t.rows[2][1] == "3.00 (2.00), 10 us"  # busbw (algbw), time per operation
     # the speed-of-light row: no log names a link here, so no percentage is made up
     assert t.rows[-1] == ["largest size vs link peak", "peak unknown", "peak unknown"]
     assert all(n.startswith("link peak of") and "unknown" in n for n in t.notes if "link peak" in n)
