@@ -38,12 +38,6 @@ class Finding:
         return asdict(self)
 
 
-def worst(findings: Iterable[Finding]) -> str | None:
-    """The most severe severity among ``findings``, or None for none."""
-    present = {f.severity for f in findings}
-    return next((s for s in SEVERITIES if s in present), None)
-
-
 def rank(f: Finding) -> int:
     """0 for the most severe: sort findings with this."""
     return SEVERITIES.index(f.severity)

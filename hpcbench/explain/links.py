@@ -27,9 +27,6 @@ class Peak:
     practical: float | None = None  # what NVIDIA maintainers quote as achievable busbw, where they do
     source: str = ""
 
-    def share(self, busbw: float) -> float:
-        return busbw / self.gbps
-
 
 @cache
 def table() -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hpcbench.explain.context import Context
 from hpcbench.findings import Finding
-from hpcbench.parse.checks import check_parsed, verdict
+from hpcbench.parse.checks import check_point, verdict
 from hpcbench.vocab import INFO, WARNING
 
 # the line that shows each log check's finding
@@ -24,20 +24,16 @@ _DISABLES = {"NCCL_P2P_DISABLE": ("1", "GPUs inside a node talk through host mem
 
 
 def log_checks(ctx: Context) -> list[Finding]:
-    gpu = ctx.point.device == "cuda" and not ctx.nccl if ctx.point.device in ("cpu", "cuda") else None
     out: list[Finding] = []
-    seen = set()
-    for parsed in ctx.parsed:
-        for f in check_parsed(parsed, ctx.provenance or None, gpu=gpu):
-            if (f.rule, f.claim) in seen or f.rule == "no-nccl-lines" and ctx.point.device != "cuda":
-                continue
-            seen.add((f.rule, f.claim))
-            lines = [str(ctx.evidence.first[k]) for k in _SHOWN_BY.get(f.rule, ()) if k in ctx.evidence.first]
-            cost = ctx.point.comm_fraction if f.rule == "socket-with-ib" else None
-            effect = (f"communication is {ctx.point.comm_fraction:.0%} of the step; over IB it would be a fraction "
-                      "of that" if cost else None)
-            out.append(Finding(f.severity, f.rule, f.claim, f.fix, "; ".join(lines) or f.subject, effect,
-                               ctx.name, cost))
+    for f in check_point(ctx.parsed, ctx.provenance, ctx.point.device):
+        if f.rule == "no-nccl-lines" and ctx.point.device != "cuda":  # only a job known to be on GPUs
+            continue
+        lines = [str(ctx.evidence.first[k]) for k in _SHOWN_BY.get(f.rule, ()) if k in ctx.evidence.first]
+        cost = ctx.point.comm_fraction if f.rule == "socket-with-ib" else None
+        effect = (f"communication is {ctx.point.comm_fraction:.0%} of the step; over IB it would be a fraction "
+                  "of that" if cost else None)
+        out.append(Finding(f.severity, f.rule, f.claim, f.fix, "; ".join(lines) or f.subject, effect,
+                           ctx.name, cost))
     return out
 
 

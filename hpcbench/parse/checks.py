@@ -84,6 +84,20 @@ def check_parsed(parsed: dict[str, Any], provenance: list[dict] | None = None, *
     return out
 
 
+
+def check_point(parsed: list[dict[str, Any]], provenance: list[dict] | None, device: str | None) -> list[Finding]:
+    """The check findings of all of one point's logs, each once: its .out and .err are one job."""
+    # "a GPU job without NCCL lines" is about the job, not about each of its files
+    gpu = None if device not in ("cpu", "cuda") else (device == "cuda" and not any(p.get("nccl") for p in parsed))
+    seen, out = set(), []
+    for p in parsed:
+        for f in check_parsed(p, provenance or None, gpu=gpu):
+            if (f.rule, f.claim) not in seen:
+                seen.add((f.rule, f.claim))
+                out.append(f)
+    return out
+
+
 def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None) -> str:
     """One line on the network a log shows, e.g. 'inter-node: NET/IB over RoCE (mlx5_4), GPUDirect RDMA on 2/4
     edges' or 'inter-node: NET/Socket (no IB device seen)'; for a one-host job, what its GPUs used."""

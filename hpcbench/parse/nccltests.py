@@ -130,7 +130,7 @@ class NcclTestsState:
         self.has_redop = "redop" in toks or "op" in toks
         self.has_root = "root" in toks
         self.ms = "bytes" in toks  # v1.0.0: bytes, N, type, op, time (ms), algbw, busbw, res
-        self.block = 8 if "i_min" in toks else 4
+        self.block = 8 if _PERITER[0] in toks else 4
         # one block: rccl-tests' in-place-only table, v1.0.0 broadcast's out-of-place one (the title says)
         self.sides = ("oop", "ip") if toks.count("time") != 1 else ((self.title or "oop"),)
         if "#wrong" in toks or "wrong" in toks:

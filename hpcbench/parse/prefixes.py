@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hpcbench.parse.results import MARK
+
 _CTRL = re.compile(r"(?s).{0,3}?[\x00-\x08\n-\x1f]")  # a control character in the first 4
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -188,7 +190,7 @@ def _split_marker(line: Line, rest: str, bare: bool = False) -> Line:
 _WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
 _ROW = re.compile(r"\s*\d+\s+\d+\s")
 _WHOLE_EDGE = re.compile(r"\s*(?:Ring|Channel|CollNet|Coll) \d+\S* : .* via ")
-_NOT_CONTINUATIONS = ("/sec", "NCCL version", "hpcbench.result/")
+_NOT_CONTINUATIONS = ("/sec", "NCCL version", MARK)
 
 
 def continues(prev: str, cur: str, before: int) -> bool:

@@ -70,10 +70,10 @@ class Scanner:
         if ln.level is None:
             self.tests.feed(ln.text)
             self.horovod.feed(ln.text)
-        if ln.level is None and results.MARK in text:
-            rec = results.from_line(ln.text, self.warnings)
-            if rec is not None:
-                self.records.append(rec)
+            if results.MARK in text:
+                rec = results.from_line(ln.text, self.warnings)
+                if rec is not None:
+                    self.records.append(rec)
 
     # ---- chunks ----------------------------------------------------------------------------
     def feed_chunk(self, chunk: bytes) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hpcbench.plan.checks import ENV_NAME_RE, fail, typename, unknown_key
+from hpcbench.plan.checks import env_name, env_value, fail, typename, unknown_key
 from hpcbench.plan.fields import AXES, BY_NAME, ENV_AXIS, JOB_SETTINGS, POINT_SETTINGS, SLURM_BY_NAME, STANDING, refusal
 from hpcbench.vocab import ENV_AXES_VAR
 
@@ -62,15 +62,6 @@ def is_env(key: str) -> bool:
     return key.startswith(ENV)
 
 
-def env_value(v: Any, where: str) -> str:
-    """An environment variable's value, as in [slurm.env]: a string or a number, exported quoted."""
-    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-        raise fail(where, f"expected a string or number, got {typename(v)} {v!r}")
-    if "\x00" in str(v):  # a shell cannot carry NUL; newlines and the like are quoted instead
-        raise fail(where, "contains a NUL character")
-    return str(v)
-
-
 def _check_value(key: str, v: Any, where: str) -> Any:
     if is_env(key):
         return env_value(v, where)
@@ -78,8 +69,7 @@ def _check_value(key: str, v: Any, where: str) -> Any:
 
 
 def _env_name(name: str, where: str, slurm_env: tuple[tuple[str, str], ...]) -> str:
-    if not ENV_NAME_RE.fullmatch(name):
-        raise fail(where, "not a valid environment variable name")
+    env_name(name, where)
     why = _RESERVED.get(name) or ("set for each rank by Slurm or hpcbench" if name.startswith(_RESERVED_PREFIXES)
                                   else None)
     if why:

@@ -115,19 +115,25 @@ def sbatch_args(v: Any, where: str) -> tuple[str, ...]:
     return args
 
 
+def env_name(name: str, where: str) -> str:
+    if not ENV_NAME_RE.fullmatch(name):
+        raise fail(where, "not a valid environment variable name")
+    return name
+
+
+def env_value(v: Any, where: str) -> str:
+    """An environment variable's value ([slurm.env], [matrix.env]): a string or a number, exported quoted."""
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise fail(where, f"expected a string or number, got {typename(v)} {v!r}")
+    if "\x00" in str(v):  # a shell cannot carry NUL; newlines and the like are quoted instead
+        raise fail(where, "contains a NUL character")
+    return str(v)
+
+
 def env_table(v: Any, where: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(v, dict):
         raise fail(where, f"expected a table of NAME = \"value\", got {typename(v)}")
-    out = []
-    for k, val in v.items():
-        if not ENV_NAME_RE.fullmatch(k):
-            raise fail(f"{where}.{k}", "not a valid environment variable name")
-        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
-            raise fail(f"{where}.{k}", f"expected a string or number, got {typename(val)}")
-        if "\x00" in str(val):  # a shell cannot carry NUL; newlines and the like are quoted instead
-            raise fail(f"{where}.{k}", "contains a NUL character")
-        out.append((k, str(val)))
-    return tuple(out)
+    return tuple((env_name(k, f"{where}.{k}"), env_value(val, f"{where}.{k}")) for k, val in v.items())
 
 
 def gres(v: Any, where: str) -> str:

@@ -26,7 +26,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 #: Where ``cluster = "name"`` is looked for, after the folders in $HPCBENCH_CLUSTER_PATH.
-SEARCH_HINT = "$HPCBENCH_CLUSTER_PATH, clusters/ beside or above the sweep file, ./clusters"
 
 # Keys of a profile that are defaults for the sweep's [slurm] section (same names, same checks).
 SLURM_DEFAULT_KEYS = ("partition", "account", "qos", "gres", "time", "cpus_per_task", "mem", "launcher", "mpi",

@@ -41,7 +41,6 @@ from hpcbench.vocab import (
 ALL_KINDS = frozenset(KINDS)
 TRAIN = frozenset({"train"})
 ALLREDUCE = frozenset({"allreduce"})
-ROLES = ("series", "layout", "procedure", "repeat")
 
 
 @dataclass(frozen=True)
@@ -174,17 +173,6 @@ def id_params(values: dict[str, Any]) -> dict[str, Any]:
         if values.get(extra):
             out[extra] = dict(values[extra])
     return out
-
-
-class ParamView:
-    """Attribute access to the declared parameters a report row holds in ``self.params`` (None: unknown)."""
-
-    params: dict[str, Any]
-
-    def __getattr__(self, name: str) -> Any:
-        if name in BY_NAME:
-            return self.__dict__.get("params", {}).get(name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 # --- sweep and scheduler settings: not measured, so never part of a point's id -----------------------------------

@@ -48,6 +48,11 @@ def clip(text: str | None, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def ms(seconds: float | None) -> float | None:
+    """Seconds as milliseconds; None stays None."""
+    return None if seconds is None else seconds * 1e3
+
+
 def duration_us(us: float | None) -> str:
     """A time given in microseconds, in the unit that reads best: '8.2 us', '1.14 ms', '2.31 s'."""
     if us is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from hpcbench.plan.fields import BY_NAME, NAMES, PARAMS
 from hpcbench.records import AllreduceRow, NodeLoad, ResultRecord
+from hpcbench.report.fmt import ms
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import COMPLETED, UNSUPPORTED
 
@@ -124,19 +125,15 @@ def tidy_columns(samples: Any) -> tuple[str, ...]:
     return (*TIDY_COLUMNS, *sorted(extra - set(TIDY_COLUMNS)))
 
 
-def _ms(v: float | None) -> float | None:
-    return None if v is None else v * 1e3
-
-
 _DIRECT = tuple(f.name for f in fields(Sample) if f.name in TIDY_COLUMNS)
 
 
 def tidy_row(s: Any) -> dict[str, Any]:
     d = {name: getattr(s, name) for name in _DIRECT}
     d["hosts"] = " ".join(s.hosts) or None
-    d.update(step_time_ms=_ms(s.step_time_s), step_time_ci95_ms=_ms(s.step_time_ci95_s),
-             comm_time_ms=_ms(s.comm_time_s), compute_time_ms=_ms(s.compute_time_s),
-             compute_time_ci95_ms=_ms(s.compute_time_ci95_s), input_time_ms=_ms(s.input_time_s),
+    d.update(step_time_ms=ms(s.step_time_s), step_time_ci95_ms=ms(s.step_time_ci95_s),
+             comm_time_ms=ms(s.comm_time_s), compute_time_ms=ms(s.compute_time_s),
+             compute_time_ci95_ms=ms(s.compute_time_ci95_s), input_time_ms=ms(s.input_time_s),
              throughput_per_rank=(s.throughput / s.world_size if s.throughput and s.world_size else None))
     row = {c: d.get(c) for c in TIDY_COLUMNS}
     row.update((f"{ENV_COLUMN}{k}", v) for k, v in s.env)

@@ -93,10 +93,6 @@ def collective_table(aggs: list[Agg], collective: str, peaks: dict[int, tuple[An
     return t
 
 
-def allreduce(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> Table:
-    return collective_table(aggs, "all_reduce", peaks)
-
-
 def collective_tables(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> list[Table]:
     """One table per collective the run measured; the allreduce table alone (empty) when it measured none."""
     return [collective_table(aggs, c, peaks) for c in present(aggs) or ["all_reduce"]]

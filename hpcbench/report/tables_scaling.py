@@ -6,8 +6,8 @@ from typing import Any
 
 from hpcbench.report.aggregate import CI_BASES, Agg
 from hpcbench.report.baseline import scaling_label, series_key
-from hpcbench.report.fmt import clip, interval, num, pct, pm0
-from hpcbench.report.names import settings_column
+from hpcbench.report.fmt import clip, interval, ms, num, pct, pm0
+from hpcbench.report.names import settings_column, unit
 from hpcbench.tabular import Table
 
 GPU_UTIL_WARN = 80.0  # percent; vendor tuning guides ask for 80-90% and more
@@ -28,15 +28,6 @@ def order(a: Agg) -> tuple[Any, ...]:
 def train(aggs: list[Agg]) -> list[Agg]:
     """The training points of the study, in table order (a log with no measurement is not one)."""
     return sorted((a for a in aggs if a.kind == "train" and a.measures), key=order)
-
-
-def ms(v: float | None) -> float | None:
-    return None if v is None else v * 1e3
-
-
-def unit(aggs: list[Agg]) -> str:
-    """What a rank is: a GPU when any point ran on GPUs, else just a rank."""
-    return "GPUs (ranks)" if any(a.device == "cuda" for a in aggs) else "ranks"
 
 
 def servers(a: Agg) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from hpcbench.explain.context import parsed_logs
 from hpcbench.findings import Finding, rank
+from hpcbench.parse.checks import check_point
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip
 from hpcbench.tabular import Table
@@ -14,21 +15,6 @@ from hpcbench.tabular import Table
 
 def _scoped(nccl: dict[str, Any], scope: str) -> set[str]:
     return {e["transport"] for e in nccl.get("edges") or [] if e.get("scope") == scope and e.get("transport")}
-
-
-def _findings(parsed: list[dict[str, Any]], provenance: list[dict[str, Any]], device: str) -> list[Finding]:
-    """Check findings of all of a point's logs, once each: its .out and .err are one job."""
-    from hpcbench.parse.checks import check_parsed
-
-    # "a GPU job without NCCL lines" is about the job, not about each of its files
-    gpu = None if device not in ("cpu", "cuda") else (device == "cuda" and not any(p.get("nccl") for p in parsed))
-    seen, out = set(), []
-    for p in parsed:
-        for f in check_parsed(p, provenance or None, gpu=gpu):
-            if (f.rule, f.claim) not in seen:
-                seen.add((f.rule, f.claim))
-                out.append(f)
-    return out
 
 
 def transports(aggs: list[Agg]) -> tuple[Table, list[Finding]]:
@@ -39,7 +25,7 @@ def transports(aggs: list[Agg]) -> tuple[Table, list[Finding]]:
         if not parsed:
             continue
         ncc = [p["nccl"] for p in parsed if p.get("nccl")]
-        found = _findings(parsed, a.first.provenance, a.device)
+        found = check_point(parsed, a.first.provenance, a.device)
         findings += [f.about(a.label) for f in found]
         files = ", ".join(sorted({Path(p.get("file") or "?").name for p in parsed}))
         if not ncc:

@@ -75,6 +75,11 @@ def launcher_prelude(point: Point, slurm: SlurmSettings, python: str = "python3"
     return []
 
 
+def horovod_mpi(point: Point) -> bool:
+    """Horovod on its MPI controller: its ranks need an MPI launcher (srun --mpi=pmix, or mpirun)."""
+    return point.framework == "horovod" and HOROVOD_MAP.get(point.backend, ("",))[0] == "mpi"
+
+
 def launcher_argv(point: Point, slurm: SlurmSettings, python: str = "python3") -> list[str]:
     """The launcher prefix inside an allocation: one rank per GPU (or per requested CPU rank), socket binding."""
     if slurm.launcher == "mpirun":
@@ -94,7 +99,7 @@ def launcher_argv(point: Point, slurm: SlurmSettings, python: str = "python3") -
                 Shell('--rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT"'), Shell('--rdzv-id="$SLURM_JOB_ID"'),
                 "--no-python"]
     mpi = slurm.mpi
-    if mpi is None and point.framework == "horovod" and HOROVOD_MAP[point.backend][0] == "mpi":
+    if mpi is None and horovod_mpi(point):
         mpi = "pmix"  # Horovod's MPI controller: srun must wire up MPI (PMIx) for the ranks
     return [*_srun(point.world_size, point.ranks_per_node, slurm.cpu_bind, mpi), *gpu_srun_args(point, slurm),
             *slurm.launcher_args]

@@ -22,8 +22,7 @@ from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
 from hpcbench.submit.backends.base import Backend
-from hpcbench.submit.launch import rank_argv
-from hpcbench.vocab import HOROVOD_MAP
+from hpcbench.submit.launch import horovod_mpi, rank_argv
 
 # Variables that would make a rank believe it belongs to some other job or launcher.
 _FOREIGN_PREFIXES = ("SLURM_", "SLURMD_", "OMPI_", "PMI_", "PMIX_", "MASTER_", "RANK", "LOCAL_RANK", "WORLD_SIZE")
@@ -69,7 +68,7 @@ def rank_environments(spec: SweepSpec, point: Point, job_id: str) -> list[dict[s
 
 def mpi_launched(point: Point) -> bool:
     """Horovod's MPI controller needs an MPI launcher to start its ranks (one rank can start alone)."""
-    return point.framework == "horovod" and HOROVOD_MAP.get(point.backend, ("",))[0] == "mpi" and point.world_size > 1
+    return horovod_mpi(point) and point.world_size > 1
 
 
 class LocalBackend(Backend):
