@@ -110,3 +110,14 @@ def test_check_exit_codes(cli, tmp_path):
     # a Socket-only log gets its verdict, never a bare "0 errors, 0 warnings, 0 notes"
     sock = cli("check", str(LOGS / "nccl_socket-ring-manynodes_15.log"))
     assert "[network] inter-node: NET/Socket (no IB device seen)" in sock.stdout and "1 notes" in sock.stdout
+
+
+def test_a_roce_verdict_names_its_devices_without_edge_lines():
+    """A RoCE log whose inter-node links show only in the selection line still names the NICs it chose."""
+    from hpcbench.parse.checks import verdict
+
+    for name in ("nccl_roce-2185-h800_41.log", "nccl_roce-2193-two-hca_50.log"):
+        parsed = parse_file(LOGS / name)
+        devices = parsed["nccl"]["ib_devices"]
+        assert devices and parsed["nccl"]["network"] == "RoCE"
+        assert verdict(parsed).startswith(f"inter-node: NET/RoCE ({', '.join(devices[:2])}"), verdict(parsed)

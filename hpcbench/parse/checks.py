@@ -118,7 +118,7 @@ def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None) -> str
     if not net:  # no edge lines: the selection line says which network
         net = [f"NET/{network}"] if network else ["network not shown"]
     text = f"inter-node: {', '.join(net)}"
-    if any(t.startswith("NET/IB") for t in net) or network == "IB":
+    if any(t.startswith("NET/IB") for t in net) or network in ("IB", "RoCE"):
         over = f" over {layer}" if layer and f"NET/{layer}" not in net else ""
         text += f"{over} ({', '.join(devices[:2])}{', ...' if len(devices) > 2 else ''})" if devices else over
         gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
