@@ -7,12 +7,26 @@ import errno
 import functools
 import json
 import os
+import sys
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hpcbench.errors import NoSpace
+from hpcbench.errors import ConfigError, NoSpace
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+def toml(text: str, where: str | Path) -> dict[str, Any]:
+    """A TOML document (a sweep, a cluster profile, references); its syntax errors are one ConfigError."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: not valid TOML: {e}", hint="check the line and column named above") from None
 
 
 def utcnow(timespec: str = "seconds") -> str:

@@ -8,16 +8,12 @@ the evidence is None with the reason, never a guess.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from hpcbench.files import toml
 
 
 @dataclass(frozen=True)
@@ -30,7 +26,7 @@ class Peak:
 
 @cache
 def table() -> list[dict[str, Any]]:
-    return tomllib.loads((Path(__file__).with_name("links.toml")).read_text(encoding="utf-8"))["link"]
+    return toml((Path(__file__).with_name("links.toml")).read_text(encoding="utf-8"), "links.toml")["link"]
 
 
 def _peak(entry: dict[str, Any], how: str, scale: float = 1.0) -> Peak:

@@ -11,19 +11,14 @@ written or submitted.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hpcbench.errors import ConfigError, NoSuchFile, read_text
+from hpcbench.files import toml
 from hpcbench.plan import checks
 from hpcbench.plan.fields import SLURM_BY_NAME, SWEEP
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 #: Where ``cluster = "name"`` is looked for, after the folders in $HPCBENCH_CLUSTER_PATH.
 
@@ -112,10 +107,7 @@ def find(name: str, sweep_path: str | Path | None = None) -> Path:
 
 def load(name: str, sweep_path: str | Path | None = None) -> ClusterProfile:
     path = find(name, sweep_path)
-    try:
-        raw = tomllib.loads(read_text(path, "cluster profile"))
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    raw = toml(read_text(path, "cluster profile"), path)
     return from_table(raw, f"{path}:", str(path), path.parent, path.stem)
 
 

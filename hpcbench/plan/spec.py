@@ -6,23 +6,18 @@ reading code.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpcbench.errors import ConfigError, read_text
+from hpcbench.errors import read_text
+from hpcbench.files import toml
 from hpcbench.plan import axes, checks, cluster
 from hpcbench.plan.axes import Matrix
 from hpcbench.plan.checks import fail, typename, unknown_key
 from hpcbench.plan.cluster import ClusterProfile
 from hpcbench.plan.fields import PARAMS, SLURM, SWEEP, Setting, settings_class
 from hpcbench.vocab import DATASET_SHAPES, MODELS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 _WORKLOAD = tuple(Setting(p.name, p.default, p.check, p.doc, p.annotation) for p in PARAMS if p.where == "workload")
 SweepInfo = settings_class("SweepInfo", SWEEP, "[sweep]: the study's name, description and repeats.")
@@ -73,10 +68,7 @@ def _profile(raw: Any, override: str | None, path: str, p: str, base: Path | Non
 
 
 def _toml(text: str, path: str) -> dict[str, Any]:
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}", hint="check the line and column named above") from None
+    raw = toml(text, path)
     for key in raw:
         if key not in SECTIONS:
             raise unknown_key(f"{path}: {key}", key, SECTIONS)

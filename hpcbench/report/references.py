@@ -21,20 +21,15 @@ names that failed to run fails; a reference that matches no point is reported as
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hpcbench.errors import ConfigError, read_text
+from hpcbench.files import toml
 from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import num
 from hpcbench.tabular import Table
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 KEYS = ("cluster", "model", "backend", "nodes", "ranks_per_node", "gpus_per_node", "framework")
 PER_NODE = ("ranks_per_node", "gpus_per_node")  # one of the two: ranks per node (one rank per GPU on GPUs)
@@ -71,10 +66,7 @@ def _number(v: Any, where: str) -> float:
 
 def load(path: str | Path) -> list[Reference]:
     path = Path(path)
-    try:
-        doc = tomllib.loads(read_text(path, "references file"))
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    doc = toml(read_text(path, "references file"), path)
     unknown = set(doc) - {"defaults", "reference"}
     if unknown:
         raise ConfigError(f"{path}: unknown table {min(unknown)!r} (valid: defaults, reference)")
