@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcbench.rundir import PointPaths, RunDir
-from hpcbench.submit.status import OOM_LINE, PointState, ended_attempts, log_lines, log_reason, root_cause
+from hpcbench.submit.status import OOM_LINE, PointState, ended_attempts, error_records, log_lines, log_reason
 from hpcbench.vocab import FAILED, NODE_FAIL
 
 # What a surviving rank reports when its peer is gone (all seen on the minicluster when a rank is
@@ -61,20 +61,6 @@ def _tasks(spec: str) -> set[int]:
     return out
 
 
-def _errors(paths: PointPaths) -> list[Any]:
-    from hpcbench import records
-    from hpcbench.errors import SchemaError
-    from hpcbench.records import ErrorRecord
-
-    out = []
-    for f in paths.errors():
-        try:
-            out.append(ErrorRecord.from_dict(records.read_json(f, records.ERROR), str(f)))
-        except (SchemaError, OSError):
-            continue
-    return out
-
-
 def classify(s: PointState, paths: PointPaths) -> Cause:
     """Why a final point without a result ended: the cluster's doing (retry) or the workload's (never)."""
     line, _ = log_reason(paths, s.job_id)
@@ -85,17 +71,18 @@ def classify(s: PointState, paths: PointPaths) -> Cause:
         return Cause(True, "preemption", s.reason or line)
     if s.state != FAILED:
         return Cause(False, s.state, "not a failure the cluster caused")
-    first, _, _ = root_cause(paths)
-    if first is None:
+    errs, _ = error_records(paths)  # earliest first
+    if not errs:
         return Cause(False, "workload", "the job failed without an error record naming a lost peer")
-    own = [e for e in _errors(paths) if not COMM_ERROR.search(f"{e.error_type}: {e.message}")]
+    first = errs[0]
+    own = [e for e in errs if not COMM_ERROR.search(f"{e.error_type}: {e.message}")]
     if own:
-        e = min(own, key=lambda r: (r.time, r.rank))
+        e = own[0]
         return Cause(False, "workload", f"rank {e.rank}: {e.error_type}: {e.message}")
     lines = log_lines(paths, s.job_id)
     if any(OOM_LINE.search(ln) for ln in lines):
         return Cause(False, "workload", "a rank was killed for running out of memory")
-    silent = set(range(s.point.world_size)) - {e.rank for e in _errors(paths)}
+    silent = set(range(s.point.world_size)) - {e.rank for e in errs}
     for ln in lines:
         m = KILLED.search(ln)
         if m and (not (m.group(1) or m.group(2)) or _tasks(m.group(1) or m.group(2) or "") & silent):

@@ -109,8 +109,8 @@ def parse_states(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:
-    """The earliest error record (the root cause, not its echoes), how many ranks failed, and unreadable files."""
+def error_records(paths: PointPaths) -> tuple[list[ErrorRecord], list[str]]:
+    """A point's error records, earliest first (the root cause, then its echoes), and its unreadable ones."""
     errs, bad = [], []
     for f in paths.errors():
         try:
@@ -118,6 +118,12 @@ def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:
         except (SchemaError, OSError) as e:
             bad.append(str(e))
     errs.sort(key=lambda r: (r.time, r.rank))
+    return errs, bad
+
+
+def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:
+    """The earliest error record (the root cause, not its echoes), how many ranks failed, and unreadable files."""
+    errs, bad = error_records(paths)
     return (errs[0] if errs else None), len(errs), bad
 
 
