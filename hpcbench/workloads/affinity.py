@@ -127,11 +127,11 @@ def check_affinity(cpus: set[int], local_rank: int, environ: Mapping[str, str], 
     out["expected_cpus"] = sorted(expected)
     out["matches"] = cpus == expected
     out["detail"] = ("affinity matches the requested binding" if out["matches"] else
-                     f"requested {out['requested']} means cpus {_fmt(expected)}, but cpus {_fmt(cpus)} are in effect")
+                     f"requested {out['requested']} means cpus {cpu_list(expected)}, but cpus {cpu_list(cpus)} are in effect")
     return out
 
 
-def _fmt(cpus: set[int]) -> str:
+def cpu_list(cpus: set[int]) -> str:
     return "[" + ",".join(map(str, sorted(cpus))) + "]"
 
 

@@ -263,8 +263,7 @@ def run(cfg: AllreduceConfig, env: DistEnv) -> ResultRecord | None:
     torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", "1")))
     cuda = cfg.device == "cuda"
     device, sync, index = placement.use_device(cfg.device, env.local_rank)
-    prov.add("gpu_binding", lambda: placement.pairing(env.rank, env.local_rank, os.sched_getaffinity(0),
-                                                      placement.gpu_of(index), f"device is {cfg.device}"))
+    placement.record_pairing(prov, env.rank, env.local_rank, cfg.device, index)
 
     started = utcnow()
     comm = Comm(cfg, env)

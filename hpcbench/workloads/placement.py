@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.records import NodeLoad
-from hpcbench.workloads.affinity import CpuTopology
-from hpcbench.workloads.provenance import sysfs_bus_id
+from hpcbench.workloads.affinity import CpuTopology, cpu_list
+from hpcbench.workloads.provenance import nvml_bus_id, sysfs_bus_id
 
 
 def use_device(device: str, local_rank: int) -> tuple[Any, Callable[[], Any], int | None]:
@@ -37,6 +37,12 @@ def use_device(device: str, local_rank: int) -> tuple[Any, Callable[[], Any], in
     return torch.device("cuda", index), torch.cuda.synchronize, index
 
 
+def record_pairing(prov: Any, rank: int, local_rank: int, device: str, index: int | None) -> Any:
+    """The rank's CPUs and GPU, recorded in its provenance as "gpu_binding"; returns what was recorded."""
+    return prov.add("gpu_binding", lambda: pairing(rank, local_rank, os.sched_getaffinity(0), gpu_of(index),
+                                                   f"device is {device}"))
+
+
 def gpu_of(index: int | None) -> dict[str, Any] | None:
     """The CUDA device ``index`` as pairing() takes it: index, name, PCI bus id (NVML's form)."""
     if index is None:
@@ -44,8 +50,7 @@ def gpu_of(index: int | None) -> dict[str, Any] | None:
     import torch
 
     p = torch.cuda.get_device_properties(index)
-    bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0".upper()
-    return {"index": index, "name": p.name, "bus_id": bus}
+    return {"index": index, "name": p.name, "bus_id": nvml_bus_id(p)}
 
 
 def gpu_numa_node(bus_id: str, sys_root: Path = Path("/sys")) -> tuple[int | None, str]:
@@ -90,13 +95,9 @@ def pairing(rank: int, local_rank: int, cpus: set[int], gpu: dict[str, Any] | No
         out["detail"] = f"{name} is on NUMA node {node}; the NUMA nodes of the rank's CPUs are unknown"
     else:
         out["local"] = node in numa
-        where = f"{name} is on NUMA node {node}, the rank's CPUs {_cpus(cpus)} on NUMA node(s) {numa}"
+        where = f"{name} is on NUMA node {node}, the rank's CPUs {cpu_list(cpus)} on NUMA node(s) {numa}"
         out["detail"] = where + ("" if out["local"] else ": its data crosses the socket link")
     return out
-
-
-def _cpus(cpus: set[int]) -> str:
-    return "[" + ",".join(map(str, sorted(cpus))) + "]"
 
 
 def pairing_summary(docs: list[dict[str, Any] | None]) -> tuple[bool | None, str | None]:

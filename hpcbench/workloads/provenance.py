@@ -57,13 +57,18 @@ def pcie_link(bus_id: str, sys_root: Path = Path("/sys")) -> dict[str, Any] | No
             "max_width": int(max_width) if max_width and max_width.isdigit() else None}
 
 
+def nvml_bus_id(props: Any) -> str:
+    """A CUDA device's PCI bus id as NVML and nvidia-smi write it, from torch's device properties."""
+    return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0".upper()
+
+
 def _gpus() -> list[dict[str, Any]]:
     import torch
 
     gpus = []
     for i in range(torch.cuda.device_count()):
         p = torch.cuda.get_device_properties(i)
-        bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0".upper()
+        bus = nvml_bus_id(p)
         gpus.append({"index": i, "name": p.name, "bus_id": bus, "memory_mib": p.total_memory // 2**20,
                      "pcie": pcie_link(bus)})
     if not gpus:

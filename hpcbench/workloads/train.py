@@ -73,8 +73,7 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     # Written now, so that a rank that crashes still says where it ran; completed at the end.
     prov = provenance.start(paths.provenance(env.rank), env.rank, env.local_rank)
     device, sync, index = placement.use_device(cfg.device, env.local_rank)
-    gpu = prov.add("gpu_binding", lambda: placement.pairing(
-        env.rank, env.local_rank, os.sched_getaffinity(0), placement.gpu_of(index), f"device is {cfg.device}"))
+    gpu = placement.record_pairing(prov, env.rank, env.local_rank, cfg.device, index)
     if env.rank == cfg.fail_rank and cfg.fail_step == 0:
         raise SystemExit(0)  # injected fault: this rank is lost before the rendezvous; the others time out
     timeline = str(paths.timeline) if cfg.timeline and cfg.framework == "horovod" else None
