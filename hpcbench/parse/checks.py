@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpcbench.findings import Finding
-from hpcbench.vocab import ERROR, INFO, NET_SOCKET, WARNING
+from hpcbench.vocab import ERROR, INFO, LINK_LAYERS, NET_SOCKET, WARNING
 
 HINT_SOCKET = "check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE (and that the IB plugin/rdma-core load)"
 HINT_SHM = "P2P was not used inside the node: NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set? ACS or IOMMU on (check nvidia-smi topo -m)?"
@@ -52,7 +52,7 @@ def check_parsed(parsed: dict[str, Any], provenance: list[dict] | None = None, *
         return out
     edges = nccl.get("edges") or []
     where_ib = _ib_visible(nccl, provenance)
-    socket_inter = [e for e in edges if e["transport"] == "NET/Socket" and e.get("scope") == "inter"]
+    socket_inter = [e for e in edges if e["transport"] == f"NET/{NET_SOCKET}" and e.get("scope") == "inter"]
     if where_ib and socket_inter:
         e = socket_inter[0]
         out.append(Finding(ERROR, "socket-with-ib",
@@ -118,13 +118,13 @@ def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None) -> str
     if not net:  # no edge lines: the selection line says which network
         net = [f"NET/{network}"] if network else ["network not shown"]
     text = f"inter-node: {', '.join(net)}"
-    if any(t.startswith("NET/IB") for t in net) or network in ("IB", "RoCE"):
+    if any(t.startswith("NET/IB") for t in net) or network in LINK_LAYERS:
         over = f" over {layer}" if layer and f"NET/{layer}" not in net else ""
         text += f"{over} ({', '.join(devices[:2])}{', ...' if len(devices) > 2 else ''})" if devices else over
         gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
         if inter:
             text += f", GPUDirect RDMA on {gdr}/{len(inter)} edges"
-    elif any(t.startswith("NET/Socket") for t in net):
+    elif any(t.startswith(f"NET/{NET_SOCKET}") for t in net):
         seen = _ib_visible(nccl, provenance)
         text += f" while an IB device is visible {seen}" if seen else " (no IB device seen)"
     return text

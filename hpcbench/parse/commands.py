@@ -29,20 +29,20 @@ def _summary_row(d: dict[str, Any]) -> list[str]:
     n = d["nccl"] or {}
     t = d["nccl_tests"] or {}
     h = d["horovod"] or {}
-    largest = t.get("largest") or {}
     return [
         d["file"], n.get("version") or "-", n.get("network") or "-", n.get("ib_link_layer") or "-",
         ",".join(n.get("transports") or []) or "-",
         str(len(d["hosts"])), str(len(n.get("edges") or [])),
-        _tests_cell(t, largest),
+        _tests_cell(t),
         "-" if not h else f"{h.get('total_img_sec')} img/s", str(len(d["records"])), str(len(d["warnings"])),
     ]
 
 
-def _tests_cell(t: dict[str, Any], largest: dict[str, Any]) -> str:
+def _tests_cell(t: dict[str, Any]) -> str:
     """nccl-tests in one cell: the collective, then what the table shows (never a printed None)."""
     if not t:
         return "-"
+    largest = t.get("largest") or {}
     name = t.get("collective") or "collective ?"
     if not t.get("rows"):
         return f"{name}: no data rows"

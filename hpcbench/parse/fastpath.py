@@ -169,7 +169,9 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         return None
     first = buf.find(b"\n", lo, hi)
     last = buf.rfind(b"\n", lo, hi)
-    if first < 0 or first == last or not (buf.isascii() or buf[lo:hi].isascii()):  # the whole buffer: no copy
+    # a span of at least half the buffer tests the whole buffer first (no copy); a worker's span is a quarter
+    ascii_ = buf[lo:hi].isascii() if 2 * (hi - lo) < len(buf) else buf.isascii() or buf[lo:hi].isascii()
+    if first < 0 or first == last or not ascii_:
         return None
     # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
     others = _others(buf, first, last, hi, known)
