@@ -47,13 +47,6 @@ class _Measured:
     input_time_s: float | None = None  # mean wait for the batch per step (slowest rank)
     input_fraction: float | None = None  # its share of the step time
     gpu_numa_ok: bool | None = None  # every rank's GPU on its CPUs' NUMA node
-    gpu_numa_detail: str | None = None
-    # Per rank (index = rank) and per node, for the explain engine; not CSV columns.
-    rank_step_s: list[float | None] = field(default_factory=list)
-    rank_compute_s: list[float | None] = field(default_factory=list)
-    rank_input_s: list[float | None] = field(default_factory=list)
-    rank_nodes: list[str] = field(default_factory=list)  # the Slurm node (else host) of each rank
-    node_load: list[NodeLoad] = field(default_factory=list)
     nodes_seen: str | None = None  # Slurm node names the ranks ran on
     hosts: tuple[str, ...] = ()  # distinct host names the ranks ran on (slurmds may share one host)
     n_steps: int | None = None  # timed steps behind step_time_ci95_s
@@ -69,6 +62,29 @@ class _Measured:
     efficiency: float | None = None
     env: tuple[tuple[str, str], ...] = ()  # the point's environment variables that are axes ([matrix.env])
     slurm: tuple[tuple[str, Any], ...] = ()  # the point's measured [slurm] settings that are axes (cpus_per_task, ...)
+
+    # Per rank (index = rank) and per node, read from the record (explain's rules read the record itself).
+    @property
+    def rank_step_s(self) -> list[float | None]:
+        return list(self.record.rank_step_s) if self.record else []
+
+    @property
+    def rank_compute_s(self) -> list[float | None]:
+        return list(self.record.rank_compute_s) if self.record else []
+
+    @property
+    def rank_input_s(self) -> list[float | None]:
+        return list(self.record.rank_input_s) if self.record else []
+
+    @property
+    def rank_nodes(self) -> list[str]:
+        """The Slurm node (else host) of each rank."""
+        return [r.slurm_node or r.hostname for r in sorted(self.record.ranks, key=lambda r: r.rank)] if self.record \
+            else []
+
+    @property
+    def node_load(self) -> list[NodeLoad]:
+        return list(self.record.node_load) if self.record else []
 
     @property
     def layout(self) -> str:
@@ -175,10 +191,6 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
         "hosts": tuple(sorted({r.hostname for r in rec.ranks})), "n_steps": len(rec.step_times_s) or None,
         "versions": dict(rec.versions), "allreduce": list(rec.allreduce), "record": rec,
         "input_time_s": rec.input_time_s, "input_fraction": rec.input_fraction, "gpu_numa_ok": rec.gpu_numa_ok,
-        "gpu_numa_detail": rec.gpu_numa_detail, "rank_step_s": list(rec.rank_step_s),
-        "rank_compute_s": list(rec.rank_compute_s), "rank_input_s": list(rec.rank_input_s),
-        "rank_nodes": [r.slurm_node or r.hostname for r in sorted(rec.ranks, key=lambda r: r.rank)],
-        "node_load": list(rec.node_load),
         # the variables the ranks saw, where the point varied some (the plan's values, given in extra, win)
         "env": tuple(sorted((rec.params.get("env") or {}).items())),
     }
