@@ -42,7 +42,12 @@ VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """Every verb, with the arguments of the one ``argv`` names (of all, when it names none): declaring
+    them imports their modules, and a login-node command should not pay for the other verbs'."""
+    chosen = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None)
+    if chosen not in {v[0] for v in VERBS}:
+        chosen = None
     ap = argparse.ArgumentParser(prog="hpcbench", description="Plan, run and explain distributed training scaling on Slurm.")
     ap.add_argument("--version", action="version", version=f"hpcbench {__version__}")
     ap.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -52,14 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="<command>")
     for name, help_text, add_args, func in VERBS:
         p = sub.add_parser(name, help=help_text, parents=[common])
-        add_args(p)
+        if chosen in (None, name):
+            add_args(p)
         p.set_defaults(func=func)
     return ap
 
 
 def main(argv: list[str] | None = None, prog: str | None = None,
-         parser: Callable[[], argparse.ArgumentParser] = build_parser) -> int:
-    ap = parser()
+         parser: Callable[[list[str] | None], argparse.ArgumentParser] = build_parser) -> int:
+    ap = parser(argv)
     if prog:
         ap.prog = prog
     args = ap.parse_args(argv)
