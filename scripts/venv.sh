@@ -16,3 +16,13 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.hpcbench-stamp" 2>/dev/null)"
         || { echo "error: $VENV is incomplete; see the pip output above" >&2; exit 2; }
     echo "$stamp_want" > "$VENV/.hpcbench-stamp"
 fi
+# The parser's C scanner (setup.py) is built in place by the editable install: again when its source changes.
+scan_want="$(cat setup.py hpcbench/parse/_scan.c | sha256sum | cut -c1-16)"
+if [ "$(cat "$VENV/.hpcbench-scan-stamp" 2>/dev/null)" != "$scan_want" ]; then
+    if ! out=$("$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . 2>&1); then
+        echo "$out" >&2
+        echo "error: could not install hpcbench into $VENV; see the pip output above" >&2
+        exit 2
+    fi
+    echo "$scan_want" > "$VENV/.hpcbench-scan-stamp"
+fi

@@ -1,6 +1,7 @@
 """The fast path (hpcbench/parse/fastpath.py) drops no fact the line path finds: on every corpus file, with
 the fast path forced on small chunks, on generated multi-MB logs with hosts named as clusters name them,
-on the benchmark's own log, and with worker processes."""
+on the benchmark's own log, and with worker processes. Each test runs twice: with the C scanner
+(_scan.c) and with the pure-Python passes that stand in where it is not built."""
 
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ NT = ("#       size         count      type   redop    root     time   algbw   b
       "     1048576        262144     float     sum      -1    12.34   84.97  169.94      0    12.40   84.56  169.13      0\n"
       "     4194304       1048576     float     sum      -1    40.10  104.60  209.20      0    40.00  104.86  209.72      0\n"
       "# Avg bus bandwidth    : 189.5\n")
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def engine(request, monkeypatch):
+    if request.param == "python":
+        monkeypatch.setattr(fastpath, "_scan", None)
+    else:
+        assert fastpath._scan is not None, "the C scanner is not built: pip install -e . where a C compiler is"
+    return request.param
 
 
 def _rank_lines(comm: int, r: int, lead: str) -> list[str]:

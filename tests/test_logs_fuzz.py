@@ -113,9 +113,10 @@ def test_a_ten_megabyte_line_and_an_empty_file(tmp_path):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.sampled_from(LOGS), OPS, st.sampled_from([700, 2048, 9000]))
-def test_the_fast_path_agrees_on_mutated_logs(tmp_path, monkeypatch, log, ops, chunk):
-    """Forced on every chunk of a mutated real log, the fast path gives what the line path gives."""
+@given(st.sampled_from(LOGS), OPS, st.sampled_from([700, 2048, 9000]), st.booleans())
+def test_the_fast_path_agrees_on_mutated_logs(tmp_path, monkeypatch, log, ops, chunk, compiled):
+    """Forced on every chunk of a mutated real log, the fast path gives what the line path gives, with
+    the C scanner and without."""
     from hpcbench.parse import fastpath, scan
 
     data = log.read_bytes()
@@ -129,4 +130,6 @@ def test_the_fast_path_agrees_on_mutated_logs(tmp_path, monkeypatch, log, ops, c
         m.setattr(scan, "FAST_MIN", 0)
         m.setattr(fastpath, "nccl_dominated", lambda *a: True)
         m.setattr(fastpath, "OTHERS_MAX", 1.0)
+        if not compiled:
+            m.setattr(fastpath, "_scan", None)
         assert parse_file(p) == line

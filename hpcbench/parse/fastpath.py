@@ -10,6 +10,10 @@ It gives the line path the same facts by handing it every line that could add on
 A plain INFO line of a known host whose message carries no fact, or was read before, adds nothing.
 Spans where a line could be the rest of a hard-wrapped one, or that hold non-ASCII or control bytes
 (which the line path cleans), are left to the line path.
+
+The passes over every line (each line's host, each message and whether it was read before) are done by
+the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets (and
+numpy for the hosts, hostwin.py), about 3x slower. Both hand on the same lines (tests/test_logs_scan.py).
 """
 
 from __future__ import annotations
@@ -20,10 +24,18 @@ from dataclasses import dataclass, field
 from itertools import filterfalse, islice
 
 from hpcbench.parse import hostwin
-from hpcbench.parse.nccl import FACT_STARTS, INIT_MSG
+from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
 from hpcbench.parse.prefixes import HOST, MPI_TAG, continues
 
+try:
+    from hpcbench.parse import _scan
+except ImportError:  # not built: no C compiler where hpcbench was installed
+    _scan = None
+if _scan is not None and getattr(_scan, "ABI", None) != 1:
+    _scan = None  # an in-place build of an older _scan.c: scripts/venv.sh builds it again
+
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
+SEEN_BYTES = 64 << 20  # and their bytes, in the C scanner
 OTHERS_MAX = 1 / 200  # lines handed on one by one per byte of span: past about half the lines the line path is as fast
 # The messages that can carry a fact, and WARNs; "NCCL " first, so the regex engine skips to each 'N' in
 # a tight loop.
@@ -51,6 +63,15 @@ class Seen:
     msgs: set[bytes] = field(default_factory=set)
     warns: set[bytes] = field(default_factory=set)  # "WARN ..." messages: every copy is counted
     inits: set[tuple[bytes, bytes]] = field(default_factory=set)  # (rank, nranks) of init lines handed on
+    # the C scanner's own set of messages (then ``msgs`` stays empty); None: the pure-Python passes
+    c: object | None = field(default_factory=lambda: compiled_messages())
+
+
+def compiled_messages() -> object | None:
+    """The C scanner's set, made from the same message starts as the regexes; None where it is not built."""
+    if _scan is None:
+        return None
+    return _scan.Messages([p.encode() for p in FACT_PREFIXES], [p.encode() for p in INIT_STARTS], SEEN_MAX, SEEN_BYTES)
 
 
 @dataclass
@@ -64,7 +85,8 @@ class Known:
     other: re.Pattern[bytes] = re.compile(rb"\n([^\n]*)")
     window: re.Pattern[bytes] | None = None  # with no tag or time stamp: a known host, ':' and a digit
     width: int = 0  # bytes of a line that ``window`` needs
-    good: set[bytes] = field(default_factory=set)  # first bytes of lines that ``window`` matched
+    # first bytes of lines that ``window`` matched; in C where the scanner is built (it skips them itself)
+    good: set[bytes] = field(default_factory=lambda: set() if _scan is None else _scan.Strings(hostwin.GOOD_MAX, 64 << 20))
     _dirty: bool = False
 
     def learn(self, line: bytes) -> None:
@@ -107,15 +129,30 @@ class Known:
                 self.window, self.width = None, 0
         return self.other
 
-    def unknown_lines(self, buf: bytes, first: int, last: int, most: int) -> list[tuple[int, int]]:
+    def unknown_lines(self, buf: bytes, first: int, last: int, most: int, windows: Windows | None = None
+                      ) -> list[tuple[int, int]]:
         """(start, end) of the lines after a newline of ``buf[first:last]`` that are not plain lines of a
-        known host, at most ``most`` of them."""
+        known host, at most ``most`` of them. ``windows``: the C scanner's runs of this span, if it has
+        them for the current width."""
         other = self.compiled()
-        starts = None if self.window is None else hostwin.unknown_starts(buf, first, last, self.window, self.width, self.good)
+        starts = None
+        if self.window is not None:
+            if (windows is None or windows[0] != self.width) and _scan is not None:
+                windows = (self.width, *_scan.windows(buf, first, last, self.width, self._good()))
+            if windows is not None and windows[0] == self.width:
+                starts = hostwin.unknown_from_runs(buf, last, windows[1], windows[2], self.window, self.width, self.good)
+            else:
+                starts = hostwin.unknown_starts(buf, first, last, self.window, self.width, self.good)
         if starts is None:
             return [(m.start() + 1, m.end()) for m in islice(other.finditer(buf, first, last), most)]
         ends = [buf.find(b"\n", s, last) for s in starts[:most]]
         return [(s, last if e < 0 else e) for s, e in zip(starts, ends)]
+
+
+    def _good(self) -> object | None:
+        """``good`` for the C scanner, which skips the runs of windows in it: a set made before the pure
+        path was chosen (a test's) is not one."""
+        return self.good if _scan is not None and isinstance(self.good, _scan.Strings) else None
 
 
 def _tags(tags: set[bytes]) -> bytes:
@@ -156,6 +193,8 @@ def trie(words: set[bytes]) -> bytes:
     return emit(root)
 
 
+Windows = tuple[int, list[tuple[int, int]], list[int]]  # width, runs and tail of a span (_scan.c)
+
 # In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line
 # path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes):
 # the first line of a new message; ('nranks', n) from new init lines; ('warns', {message: n}): n more copies
@@ -165,20 +204,32 @@ Parts = list[tuple]
 
 def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: int) -> Parts | None:
     """The fast path over the whole lines of ``buf[lo:hi]``; None when the line path must read it."""
-    if hi - lo < fast_min or not nccl_dominated(buf, lo, hi) or any(buf.find(c, lo, hi) >= 0 for c in _UNSAFE):
+    if hi - lo < fast_min or not nccl_dominated(buf, lo, hi) or (seen.c is None and not plain(buf, lo, hi)):
         return None
     first = buf.find(b"\n", lo, hi)
     last = buf.rfind(b"\n", lo, hi)
-    # a span of at least half the buffer tests the whole buffer first (no copy); a worker's span is a quarter
-    ascii_ = buf[lo:hi].isascii() if 2 * (hi - lo) < len(buf) else buf.isascii() or buf[lo:hi].isascii()
-    if first < 0 or first == last or not ascii_:
+    if first < 0 or first == last:
         return None
     # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
-    others = _others(buf, first, last, hi, known)
+    windows = None
+    if seen.c is not None:  # one C pass: plain bytes, the messages not read before, WARNs, the lines' windows
+        known.compiled()
+        width = known.width if known.window is not None else 0
+        got = seen.c.scan(buf, lo, hi, first, last, width, known._good())
+        if got is None:
+            return None
+        found, msgs, runs, tail = got
+        windows = (width, runs, tail)
+    others = _others(buf, first, last, hi, known, windows)
     if others is None:
+        if seen.c is not None:
+            seen.c.rollback()  # the line path reads the span: as if the scan had not kept its messages
         return None
-    msgs = MSG.findall(buf, first + 1, last)
-    new, nranks, fresh = _fresh(buf, first + 1, last, msgs, seen)
+    if seen.c is None:
+        msgs = MSG.findall(buf, first + 1, last)
+        new, nranks, fresh = _fresh(buf, first + 1, last, msgs, seen)
+    else:
+        new, nranks, fresh = _fresh_found(buf, found, seen)
     taken = {s for s, _, _ in others}
     events = sorted([(s, "line", line, pred) for s, line, pred in others]
                     + [(s, "fresh", line, -1) for s, line in fresh if s not in taken])
@@ -193,7 +244,8 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
 
 
 def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[bytes]) -> dict[bytes, int]:
-    """Copies of each WARN among ``msgs`` that no line handed on holds: the line path counts every WARN."""
+    """Copies of each WARN among ``msgs`` (the span's messages, or only its WARNs) that no line handed on
+    holds: the line path counts every WARN."""
     seen.warns |= {m for m in new if m.startswith(b"NCCL WARN")}
     present = seen.warns.intersection(msgs) if seen.warns else None
     if not present:
@@ -208,8 +260,19 @@ def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[by
     return {k[10:]: n for k, n in left.items() if n > 0}
 
 
+def plain(buf: bytes, lo: int, hi: int) -> bool:
+    """Whether ``buf[lo:hi]`` is ASCII with no ESC, CR or NUL byte, which the line path cleans (the C
+    scanner tests this line by line in its pass)."""
+    if any(buf.find(c, lo, hi) >= 0 for c in _UNSAFE):
+        return False
+    # a span of at least half the buffer tests the whole buffer first (no copy); a worker's span is a quarter
+    return buf[lo:hi].isascii() if 2 * (hi - lo) < len(buf) else buf.isascii() or buf[lo:hi].isascii()
+
+
 def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
     """Sampled, not counted: 16 windows of 4 KiB decide, at a few % of the cost of a full count."""
+    if _scan is not None:
+        return _scan.dominated(buf, lo, hi)
     step = max((hi - lo) // 16, 1)
     lines = nccl = 0
     for i in range(lo, hi, step):
@@ -219,7 +282,8 @@ def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
     return lines > 0 and nccl >= 0.75 * lines
 
 
-def _others(buf: bytes, first: int, last: int, hi: int, known: Known) -> list[tuple[int, bytes, int]] | None:
+def _others(buf: bytes, first: int, last: int, hi: int, known: Known, windows: Windows | None
+            ) -> list[tuple[int, bytes, int]] | None:
     """(start, line, length of the line before it if that one is plain, else -1) for every line after the
     first that is not a plain line of a known host, and for the last line (the next span's first line may
     continue it); None when they are too many for the fast path to pay, or one may be the rest of a
@@ -228,7 +292,7 @@ def _others(buf: bytes, first: int, last: int, hi: int, known: Known) -> list[tu
     limit = int((last - first) * OTHERS_MAX)
     found: list[tuple[int, int]] = []
     for attempt in (0, 1):
-        lines = known.unknown_lines(buf, first, last, limit + 1)
+        lines = known.unknown_lines(buf, first, last, limit + 1, windows)
         if len(lines) + len(found) <= limit:
             break
         if attempt:
@@ -266,21 +330,42 @@ def _fresh(buf: bytes, lo: int, hi: int, msgs: list[bytes], seen: Seen) -> tuple
     if seen.msgs.issuperset(msgs):  # C-level, and it stops at the first new message
         return set(), None, []
     fresh = set(filterfalse(seen.msgs.__contains__, msgs))  # only the new ones go into a set
-    nranks, first = None, []
-    inits = _INIT.findall(b"\n" + b"\n".join(fresh))
-    if inits:
-        lines, ranks, sizes = zip(*inits)
-        fresh.difference_update(lines)
-        new = set(zip(ranks, sizes)).difference(seen.inits)
-        if new:  # a (rank, nranks) seen before gave its nranks then
-            seen.inits |= new
-            nranks = max(int(n) for _, n in new)
-            first = [m for m, r, n in inits if (r, n) in new]
+    nranks, first, _ = _new_inits(fresh, seen)
     seen.msgs |= fresh
     fresh.update(first)
     if len(seen.msgs) > SEEN_MAX:
         seen.msgs.clear()
     return fresh, nranks, _first_lines(buf, lo, hi, fresh)
+
+
+def _new_inits(fresh: set[bytes], seen: Seen) -> tuple[int | None, list[bytes], tuple[bytes, ...]]:
+    """The largest nranks of the init lines among ``fresh`` of a (rank, nranks) not seen before, those
+    lines, and all init lines; the init lines are taken out of ``fresh``."""
+    inits = _INIT.findall(b"\n" + b"\n".join(fresh))
+    if not inits:
+        return None, [], ()
+    lines, ranks, sizes = zip(*inits)
+    fresh.difference_update(lines)
+    new = set(zip(ranks, sizes)).difference(seen.inits)
+    if not new:  # a (rank, nranks) seen before gave its nranks then
+        return None, [], lines
+    seen.inits |= new
+    return max(int(n) for _, n in new), [m for m, r, n in inits if (r, n) in new], lines
+
+
+def _fresh_found(buf: bytes, found: list[tuple[bytes, int, int]], seen: Seen
+                 ) -> tuple[set[bytes], int | None, list[tuple[int, bytes]]]:
+    """``_fresh`` from what the C scanner found: the messages it had not read before (which it now keeps)
+    and the init-like ones ("volatile") unlike any init line it was given, each with its line's bounds."""
+    if not found:
+        return set(), None, []
+    msgs, starts, ends = zip(*found)
+    where = dict(zip(reversed(msgs), zip(reversed(starts), reversed(ends))))  # a message's first line
+    fresh = set(where)
+    nranks, first, inits = _new_inits(fresh, seen)
+    seen.c.add_inits(inits)  # their like, a rank's init line of another communicator, has nothing new
+    fresh.update(first)  # a volatile message that is no init line is handed on each time: more, never less
+    return fresh, nranks, [(s, buf[s:e]) for s, e in sorted(where[m] for m in fresh)]
 
 
 def _line_around(buf: bytes, lo: int, hi: int, start: int, end: int) -> tuple[int, int]:

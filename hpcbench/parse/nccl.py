@@ -16,8 +16,16 @@ from hpcbench.vocab import LINK_LAYERS, NET_IB, NET_ROCE, NET_SOCKET
 VERSION = re.compile(r"[NR]CCL version (?:: )?(\S+)")  # NCCL 1.x-2.30; RCCL "version X" and "version : X"
 # The INFO messages that can carry a fact, by how they start (catalogue.json names the shapes). The line
 # path reads facts only from these, and the fast path hands on only these, so both read the same lines.
-FACT_STARTS = (r"[NR]CCL version|Using |NET/|NET :|Bootstrap|Channel|Ring|Coll|comm |ncclComm|\[Rank|Init timings|"
-               r"rank [0-9]|NVLS|Connected|[0-9]")
+# Literal starts, '#' a digit: the C scanner (_scan.c) tests them as they are, the regex is made from them.
+FACT_PREFIXES = ("NCCL version", "RCCL version", "Using ", "NET/", "NET :", "Bootstrap", "Channel", "Ring", "Coll",
+                 "comm ", "ncclComm", "[Rank", "Init timings", "rank #", "NVLS", "Connected", "#")
+
+
+def prefix_regex(prefixes: tuple[str, ...]) -> str:
+    return "|".join(re.escape(p).replace(r"\#", "[0-9]") for p in prefixes)
+
+
+FACT_STARTS = prefix_regex(FACT_PREFIXES)
 _FACT = re.compile(FACT_STARTS)
 USING_NETWORK = re.compile(r"Using (?:network|internal Network|external Network) (.+?)\s*$")
 IB_USING = re.compile(r"NET/IB ?: ?Using \[")
@@ -37,6 +45,7 @@ NRANKS = re.compile(r"\brank (\d+) n[Rr]anks (\d+)")
 # on no more, so both paths read the same).
 INIT_MSG = (r"(?:(?:\[Rank [0-9]+\] )?(?:ncclComm[A-Za-z]* )?comm 0x[0-9a-fA-F]+ |Init timings(?: - [A-Za-z]+)?: )"
             r"rank ([0-9]+) n[Rr]anks ([0-9]+)(?![^ \n])")
+INIT_STARTS = ("[Rank", "ncclComm", "comm 0x", "Init timings")  # how every INIT_MSG starts (a test checks)
 _INIT = re.compile(INIT_MSG)
 # NVLS is used once its graph has channels: a channel count above 0, or a line NCCL prints only then
 # (graph/connect.cc prints the heads and trees of the NVLS graph; nvls.cc the NVLS comm, its tuning and
@@ -108,7 +117,7 @@ class NcclState:
         self.warns: dict[str, dict[str, Any]] = {}
 
     def add_host(self, host: str) -> None:
-        if not NEVER_HOST.match(host):
+        if host not in self.hosts and not NEVER_HOST.match(host):
             self.hosts.add(host)
 
     def rank_on(self, rank: int, host: str | None) -> None:

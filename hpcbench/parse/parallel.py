@@ -9,14 +9,16 @@ nothing (``Scanner.read_parts``).
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import os
+import sys
 from collections.abc import Iterator
 from itertools import pairwise
-from multiprocessing.pool import Pool
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from hpcbench.parse import fastpath
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import Pool
 
 JOBS_ENV = "HPCBENCH_PARSE_JOBS"  # worker processes for big files; 1 reads them in one process
 
@@ -26,14 +28,19 @@ _fd = -1
 
 
 def jobs() -> int:
-    """Worker processes: HPCBENCH_PARSE_JOBS, else the CPUs that are idle, at most 2 (each holds ~50 MB
+    """Worker processes: HPCBENCH_PARSE_JOBS; else one where the C scanner is built (its pass is a third
+    of the time, and the line path, which stays in this process, the most: 2 workers took 0.74 s for the
+    benchmark's 1 GB log, one process 0.62 s); else the CPUs that are idle, at most 2 (each holds ~50 MB
     resident, and all of them together stay within the 200 MB goal). On a busy machine workers gain no
     time and cost some (each reads its first chunks' messages as new)."""
-    if multiprocessing.current_process().daemon:
+    mp = sys.modules.get("multiprocessing")  # imported when a pool is started (5 ms, which most files skip)
+    if mp is not None and mp.current_process().daemon:
         return 1  # a pool's worker may not start processes of its own
     env = os.environ.get(JOBS_ENV, "")
     if env.isdigit():
         return max(int(env), 1)
+    if fastpath._scan is not None:
+        return 1
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -100,6 +107,8 @@ def _work(span: tuple[int, int], chunk: int, fast_min: int) -> fastpath.Parts | 
 
 def start(path: str, n: int) -> Pool | None:
     """A pool of ``n`` workers reading ``path``; None where processes cannot be started."""
+    import multiprocessing
+
     try:
         return multiprocessing.get_context("fork").Pool(n, initializer=_start, initargs=(path,))
     except (OSError, ValueError):

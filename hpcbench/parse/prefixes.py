@@ -55,7 +55,7 @@ _MARK = re.compile(r"NCCL (INFO|WARN|TRACE|CALL|ABORT)(?:[ \t]|$)")
 _BARE_MARK = re.compile(r"(?:NCCL )?(INFO|WARN|TRACE|CALL|ABORT)(?:[ \t]|$)")  # after a host prefix only
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     """One cleaned line: what the program printed, and who printed it when the log says so."""
 

@@ -1,0 +1,718 @@
+/* The fast path's byte work in one pass over a span (hpcbench/parse/fastpath.py says what it must find; a
+ * pure-Python version of the same work runs where this module was not built, and tests compare the two).
+ *
+ * Per line of buf[first+1 .. last] (the lines after the newline at `first`):
+ *   - its window (its first `width` bytes): runs of lines that share one, whose window the host regex has
+ *     not matched before, are handed back for Python to test (hostwin.py does the same with numpy);
+ *   - its message, as fastpath.MSG finds it: the first "NCCL INFO" + blank + a fact-carrying start, or
+ *     "NCCL WARN" + blank, to the end of the line. A message not read before is added to the set and
+ *     handed back with its line's bounds; a message with a "volatile" start (init lines, which differ per
+ *     communicator) is handed back unless add_inits was given one that differs from it only in the digits
+ *     of its 0x numbers; every WARN is also handed back, each copy.
+ * The set keeps a copy of each message and compares bytes, so a hash collision never hides a message. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <ctype.h>
+#include <string.h>
+
+#define ABI 1 /* fastpath.py refuses a build of another version (a stale in-place build) */
+#define NPREFIX 64
+
+typedef struct {
+    uint64_t hash;
+    uint32_t off, len; /* len 0: an empty slot (a message is never empty) */
+} Slot;
+
+/* A set of byte strings: open addressing over hashes, the strings themselves in an arena, in the order
+ * they came, each after its length (4 bytes). Logs print the same messages in the same order again and
+ * again (each communicator's setup), so the string after the last one found is tried first: a hit then
+ * costs one sequential compare, no hash and no random access. Past its bounds the set starts again (as
+ * the Python set does at fastpath.SEEN_MAX): more is handed on, never less. */
+typedef struct {
+    Slot *slots; /* off: of the string's length in the arena */
+    size_t cap, used; /* cap: a power of two */
+    char *arena;
+    size_t alen, acap, max_entries, max_bytes;
+    size_t last;  /* arena offset of the string found or added last; NONE */
+    size_t mark;  /* arena length when the last scan began: what it added is after it */
+} Set;
+
+#define NONE ((size_t)-1)
+
+typedef struct {
+    const char *s;
+    Py_ssize_t n;
+} Prefix;
+
+typedef struct {
+    PyObject_HEAD
+    Set msgs;  /* messages read */
+    Set inits; /* init lines read, with each 0x number masked: they differ per communicator only there */
+    char *scratch;
+    size_t scratch_cap;
+    PyObject *keep; /* the prefix bytes objects, alive as long as this object */
+    Prefix facts[NPREFIX], volatiles[NPREFIX];
+    int nfacts, nvolatiles;
+    uint64_t by_first[256]; /* the facts (bits) that a message's first byte may start */
+} Messages;
+
+static uint64_t load8(const char *p) {
+    uint64_t k;
+    memcpy(&k, p, 8);
+    return k;
+}
+
+static uint64_t mix(uint64_t h) {
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    return h ^ (h >> 32);
+}
+
+/* Four independent lanes, so the multiplies overlap: a message costs a few ns, not one multiply's latency
+ * per 8 bytes. Only the spread matters (a match is confirmed by comparing bytes). */
+static uint64_t hash_bytes(const char *p, size_t n) {
+    uint64_t a = 0x9E3779B97F4A7C15ULL ^ n, b = 0xC2B2AE3D27D4EB4FULL, c = 0x165667B19E3779F9ULL,
+             d = 0x27D4EB2F165667C5ULL;
+    const uint64_t K = 0xff51afd7ed558ccdULL;
+    for (; n >= 32; p += 32, n -= 32) {
+        a = (a ^ load8(p)) * K;
+        b = (b ^ load8(p + 8)) * K;
+        c = (c ^ load8(p + 16)) * K;
+        d = (d ^ load8(p + 24)) * K;
+        a ^= a >> 29, b ^= b >> 29, c ^= c >> 29, d ^= d >> 29;
+    }
+    for (; n >= 8; p += 8, n -= 8) a = mix(a ^ load8(p));
+    uint64_t k = 0;
+    memcpy(&k, p, n);
+    return mix(a ^ k ^ mix(b) ^ (mix(c) << 1) ^ (mix(d) << 2));
+}
+
+static void set_clear(Set *m) {
+    if (m->slots) memset(m->slots, 0, m->cap * sizeof(Slot));
+    m->used = 0;
+    m->alen = m->mark = 0;
+    m->last = NONE;
+}
+
+static void set_free(Set *m) {
+    PyMem_Free(m->slots);
+    PyMem_Free(m->arena);
+    memset(m, 0, sizeof *m);
+    m->last = NONE;
+}
+
+static int set_grow(Set *m) {
+    size_t cap = m->cap ? 2 * m->cap : 1024;
+    Slot *slots = PyMem_Calloc(cap, sizeof(Slot));
+    if (!slots) return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        Slot s = m->slots[i];
+        if (!s.len) continue;
+        size_t j = s.hash & (cap - 1);
+        while (slots[j].len) j = (j + 1) & (cap - 1);
+        slots[j] = s;
+    }
+    PyMem_Free(m->slots);
+    m->slots = slots;
+    m->cap = cap;
+    return 0;
+}
+
+/* whether the string after the last one found is p[0:n] */
+static int set_next_is(Set *m, const char *p, size_t n) {
+    if (m->last == NONE) return 0;
+    uint32_t len;
+    memcpy(&len, m->arena + m->last, 4);
+    size_t next = m->last + 4 + len;
+    if (next >= m->alen) return 0;
+    memcpy(&len, m->arena + next, 4);
+    if (len != n || memcmp(m->arena + next + 4, p, n) != 0) return 0;
+    m->last = next;
+    return 1;
+}
+
+static int set_has(Set *m, const char *p, size_t n, uint64_t h) {
+    if (!m->cap) return 0;
+    for (size_t j = h & (m->cap - 1); m->slots[j].len; j = (j + 1) & (m->cap - 1)) {
+        const Slot *s = &m->slots[j];
+        if (s->hash == h && s->len == n && memcmp(m->arena + s->off + 4, p, n) == 0) {
+            m->last = s->off;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* 0, or -1: out of memory. The string must not be in the set. */
+static int set_add(Set *m, const char *p, size_t n, uint64_t h) {
+    if (m->used >= m->max_entries || m->alen + 4 + n > m->max_bytes) set_clear(m);
+    if (2 * (m->used + 1) > m->cap && set_grow(m) < 0) return -1;
+    if (m->alen + 4 + n > m->acap) {
+        size_t acap = m->acap ? m->acap : 1 << 16;
+        while (acap < m->alen + 4 + n) acap *= 2;
+        char *a = PyMem_Realloc(m->arena, acap);
+        if (!a) return -1;
+        m->arena = a;
+        m->acap = acap;
+    }
+    uint32_t len = (uint32_t)n;
+    memcpy(m->arena + m->alen, &len, 4);
+    memcpy(m->arena + m->alen + 4, p, n);
+    size_t j = h & (m->cap - 1);
+    while (m->slots[j].len) j = (j + 1) & (m->cap - 1);
+    m->slots[j] = (Slot){h, (uint32_t)m->alen, len};
+    m->last = m->alen;
+    m->alen += 4 + n;
+    m->used++;
+    return 0;
+}
+
+/* Take out what was added since the mark. Emptying their slots is enough: a string kept from before was
+ * placed when every slot between its hash's and its own was taken by strings older still, so no hole made
+ * here lies on its probe path. What a clear forgot is not brought back: the set then knows less, and hands
+ * on more. */
+static void set_rollback(Set *m) {
+    size_t mask = m->cap - 1;
+    for (size_t off = m->mark; off < m->alen;) {
+        uint32_t len;
+        memcpy(&len, m->arena + off, 4);
+        size_t j = hash_bytes(m->arena + off + 4, len) & mask;
+        while (!(m->slots[j].len && m->slots[j].off == off)) j = (j + 1) & mask;
+        m->slots[j].len = 0;
+        m->used--;
+        off += 4 + len;
+    }
+    m->alen = m->mark;
+    m->last = NONE;
+}
+
+/* 1: read before; 0: new, and now kept; -1: out of memory */
+static int set_seen_or_add(Set *m, const char *p, size_t n) {
+    if (set_next_is(m, p, n)) return 1;
+    uint64_t h = hash_bytes(p, n);
+    if (set_has(m, p, n, h)) return 1;
+    return set_add(m, p, n, h);
+}
+
+/* p[0:n] with each 0x number's digits as one '\n' (never in a line), into the scratch buffer; its length,
+ * or -1: out of memory */
+static Py_ssize_t masked(Messages *m, const char *p, size_t n) {
+    if (n > m->scratch_cap) {
+        char *s = PyMem_Realloc(m->scratch, n);
+        if (!s) return -1;
+        m->scratch = s;
+        m->scratch_cap = n;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        m->scratch[k++] = p[i++];
+        if (p[i - 1] == 'x' && i >= 2 && p[i - 2] == '0' && i < n && isxdigit((unsigned char)p[i])) {
+            while (i < n && isxdigit((unsigned char)p[i])) i++;
+            m->scratch[k++] = '\n';
+        }
+    }
+    return (Py_ssize_t)k;
+}
+
+/* '#' in a prefix stands for a digit */
+static int starts_with(const char *t, Py_ssize_t n, const Prefix *p) {
+    if (p->n > n) return 0;
+    for (Py_ssize_t i = 0; i < p->n; i++) {
+        char c = p->s[i];
+        if (c == '#' ? (t[i] < '0' || t[i] > '9') : t[i] != c) return 0;
+    }
+    return 1;
+}
+
+static int any_start(const char *t, Py_ssize_t n, const Prefix *ps, int k) {
+    for (int i = 0; i < k; i++)
+        if (starts_with(t, n, &ps[i])) return 1;
+    return 0;
+}
+
+static int fact_start(const Messages *m, const char *t, Py_ssize_t n) {
+    if (n < 1) return 0;
+    for (uint64_t bits = m->by_first[(unsigned char)t[0]]; bits; bits &= bits - 1)
+        if (starts_with(t, n, &m->facts[__builtin_ctzll(bits)])) return 1;
+    return 0;
+}
+
+/* the kind of message at q ("NCCL " found there): 1 a fact-carrying INFO, 2 a WARN, 0 neither */
+static int kind_at(const Messages *m, const char *q, const char *e) {
+    if (e - q < 10 || (q[9] != ' ' && q[9] != '\t')) return 0;
+    if (memcmp(q + 5, "INFO", 4) == 0) return fact_start(m, q + 10, e - q - 10);
+    return memcmp(q + 5, "WARN", 4) == 0 ? 2 : 0;
+}
+
+static int load_prefixes(PyObject *seq, Prefix *out, int *k, PyObject *keep) {
+    PyObject *fast = PySequence_Fast(seq, "prefixes: a sequence of bytes");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > NPREFIX) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "too many prefixes");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = PySequence_Fast_GET_ITEM(fast, i);
+        if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) == 0 || PyList_Append(keep, b) < 0) {
+            Py_DECREF(fast);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "prefixes: non-empty bytes");
+            return -1;
+        }
+        out[i] = (Prefix){PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)};
+    }
+    *k = (int)n;
+    Py_DECREF(fast);
+    return 0;
+}
+
+static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"facts", "volatiles", "max_entries", "max_bytes", NULL};
+    PyObject *facts, *volatiles;
+    Py_ssize_t me, mb;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn", names, &facts, &volatiles, &me, &mb)) return -1;
+    if (me < 1 || mb < 1 || mb > (Py_ssize_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "max_entries and max_bytes: from 1, bytes below 4 GiB");
+        return -1;
+    }
+    Py_XSETREF(self->keep, PyList_New(0));
+    if (!self->keep) return -1;
+    if (load_prefixes(facts, self->facts, &self->nfacts, self->keep) < 0) return -1;
+    if (load_prefixes(volatiles, self->volatiles, &self->nvolatiles, self->keep) < 0) return -1;
+    memset(self->by_first, 0, sizeof self->by_first);
+    for (int i = 0; i < self->nfacts; i++) {
+        unsigned char c = (unsigned char)self->facts[i].s[0];
+        for (int b = 0; b < 256; b++)
+            if (c == '#' ? (b >= '0' && b <= '9') : b == c) self->by_first[b] |= 1ULL << i;
+    }
+    set_free(&self->msgs);
+    set_free(&self->inits);
+    self->msgs.max_entries = self->inits.max_entries = (size_t)me;
+    self->msgs.max_bytes = self->inits.max_bytes = (size_t)mb;
+    return 0;
+}
+
+static void Messages_dealloc(Messages *self) {
+    set_free(&self->msgs);
+    set_free(&self->inits);
+    PyMem_Free(self->scratch);
+    Py_XDECREF(self->keep);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int append_steal(PyObject *list, PyObject *item) {
+    if (!item) return -1;
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+static int bounds(Py_buffer *v, Py_ssize_t first, Py_ssize_t last) {
+    if (first < 0 || last < first || last >= v->len) {
+        PyErr_SetString(PyExc_ValueError, "need 0 <= first <= last < len(buf)");
+        return -1;
+    }
+    return 0;
+}
+
+/* Strings(max_entries, max_bytes): a set of byte strings; fastpath.Known keeps the windows its regex
+ * matched in one, so that scan hands back only the runs of lines whose window it has not matched. */
+typedef struct {
+    PyObject_HEAD
+    Set set;
+} Strings;
+
+/* The lines' windows (first `width` bytes): consecutive lines that share one are a run; runs (start, end)
+ * whose window is not in `good` are handed back, and the starts of lines too near the buffer's end to have
+ * a window (tail). As hostwin.py does with numpy, except for the good windows, which it tests itself. */
+typedef struct {
+    const char *b;
+    Py_ssize_t len, width, prev, start;
+    int bad, ended;
+    Set *good;
+    PyObject *runs, *tail;
+} Win;
+
+static int win_close(Win *w, Py_ssize_t end) {
+    int rc = 0;
+    if (w->prev >= 0 && w->bad && !w->ended) rc = append_steal(w->runs, Py_BuildValue("(nn)", w->start, end));
+    w->ended = 1;
+    return rc;
+}
+
+static int win_line(Win *w, Py_ssize_t s) {
+    if (s + w->width > w->len) {
+        if (win_close(w, s) < 0) return -1;
+        return append_steal(w->tail, PyLong_FromSsize_t(s));
+    }
+    if (w->prev < 0 || memcmp(w->b + w->prev, w->b + s, (size_t)w->width) != 0) {
+        if (win_close(w, s) < 0) return -1;
+        w->start = s;
+        w->ended = 0;
+        w->bad = !(w->good && set_has(w->good, w->b + s, (size_t)w->width, hash_bytes(w->b + s, (size_t)w->width)));
+    }
+    w->prev = s;
+    return 0;
+}
+
+static PyTypeObject StringsType;
+
+static int win_start(Win *w, const char *b, Py_ssize_t len, Py_ssize_t width, PyObject *good) {
+    *w = (Win){b, len, width, -1, -1, 0, 1, NULL, NULL, NULL};
+    if (good != Py_None && !PyObject_TypeCheck(good, &StringsType)) {
+        PyErr_SetString(PyExc_TypeError, "good: a Strings or None");
+        return -1;
+    }
+    w->good = good == Py_None ? NULL : &((Strings *)good)->set;
+    w->runs = PyList_New(0), w->tail = PyList_New(0);
+    return w->runs && w->tail ? 0 : -1;
+}
+
+static void win_free(Win *w) {
+    Py_XDECREF(w->runs);
+    Py_XDECREF(w->tail);
+}
+
+/* Whether buf[lo:hi] is all ASCII, with no ESC, CR or NUL (the line path cleans those, the fast path
+ * cannot): 16 bytes at a time with GCC's vector extensions, which compile to SSE2 or NEON. */
+#if defined(__GNUC__)
+typedef unsigned char v16 __attribute__((vector_size(16)));
+#endif
+
+#define BAD(v) ((v16)(((v) >= 0x80) | ((v) == 0x1b) | ((v) == '\r') | ((v) == 0)))
+
+static int plain_bytes(const unsigned char *p, size_t n) {
+    size_t i = 0;
+#if defined(__GNUC__)
+    if (n >= 16) { /* whole blocks, then the last 16 bytes (overlapping): no byte-by-byte tail */
+        v16 bad = {0}, v;
+        for (; i + 16 <= n; i += 16) {
+            memcpy(&v, p + i, 16);
+            bad |= BAD(v);
+        }
+        memcpy(&v, p + n - 16, 16);
+        bad |= BAD(v);
+        uint64_t w[2];
+        memcpy(w, &bad, 16);
+        return !(w[0] | w[1]);
+    }
+#endif
+    for (; i < n; i++)
+        if (p[i] >= 0x80 || p[i] == 0x1b || p[i] == '\r' || p[i] == 0) return 0;
+    return 1;
+}
+
+/* The first newline in [p, end), or end; *bad when a byte before it must be cleaned. With SSE2 (every x86-64)
+ * one pass looks for both, 16 bytes at a time; elsewhere memchr, then plain_bytes. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+static const char *line_end(const char *p, const char *end, int *bad) {
+    const __m128i nl = _mm_set1_epi8('\n'), esc = _mm_set1_epi8(0x1b), cr = _mm_set1_epi8('\r');
+    const __m128i zero = _mm_setzero_si128();
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
+        __m128i ctl = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, esc), _mm_cmpeq_epi8(v, cr)), _mm_cmpeq_epi8(v, zero));
+        unsigned b = (unsigned)(_mm_movemask_epi8(v) | _mm_movemask_epi8(ctl)); /* high bit: not ASCII */
+        if (m) {
+            unsigned i = (unsigned)__builtin_ctz(m);
+            if (b & ((1u << i) - 1)) *bad = 1;
+            return p + i;
+        }
+        if (b) *bad = 1;
+    }
+    for (; p < end && *p != '\n'; p++)
+        if (!plain_bytes((const unsigned char *)p, 1)) *bad = 1;
+    return p;
+}
+#else
+static const char *line_end(const char *p, const char *end, int *bad) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) nl = end;
+    if (!plain_bytes((const unsigned char *)p, (size_t)(nl - p))) *bad = 1;
+    return nl;
+}
+#endif
+
+static PyObject *Messages_scan(Messages *self, PyObject *args) {
+    Py_buffer v;
+    Py_ssize_t lo, hi, first, last, width;
+    PyObject *good = Py_None;
+    if (!PyArg_ParseTuple(args, "y*nnnnn|O", &v, &lo, &hi, &first, &last, &width, &good)) return NULL;
+    PyObject *found = NULL, *warns = NULL, *out = NULL;
+    Win w = {0};
+    self->msgs.mark = self->msgs.alen;
+    if (bounds(&v, first, last) < 0) goto done;
+    if (lo < 0 || lo > first || hi < last || hi > v.len) {
+        PyErr_SetString(PyExc_ValueError, "need 0 <= lo <= first <= last <= hi <= len(buf)");
+        goto done;
+    }
+    const char *b = v.buf;
+    const unsigned char *u = v.buf;
+    if (!plain_bytes(u + lo, (size_t)(first - lo)) || !plain_bytes(u + last, (size_t)(hi - last))) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    found = PyList_New(0), warns = PyList_New(0);
+    if (!found || !warns || win_start(&w, b, v.len, width, good) < 0) goto done;
+    for (Py_ssize_t pos = first; pos < last;) {
+        Py_ssize_t s = pos + 1;
+        int bad = 0;
+        Py_ssize_t e = line_end(b + s, b + last, &bad) - b;
+        pos = e;
+        if (bad) {
+            set_rollback(&self->msgs);
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (width > 0 && win_line(&w, s) < 0) goto done;
+        const char *p = b + s, *end = b + e, *q;
+        int kind = 0;
+        while ((q = memchr(p, 'N', (size_t)(end - p))) != NULL && end - q >= 10) {
+            if (memcmp(q + 1, "CCL ", 4) == 0 && (kind = kind_at(self, q, end)) != 0) break;
+            p = q + 1;
+        }
+        if (!kind) continue;
+        size_t n = (size_t)(end - q);
+        int seen;
+        if (kind == 1 && any_start(q + 10, end - q - 10, self->volatiles, self->nvolatiles)) {
+            Py_ssize_t k = masked(self, q, n);
+            seen = k < 0                                              ? -1
+                   : set_next_is(&self->inits, self->scratch, (size_t)k) ? 1
+                   : set_has(&self->inits, self->scratch, (size_t)k, hash_bytes(self->scratch, (size_t)k));
+        } else {
+            seen = set_seen_or_add(&self->msgs, q, n);
+        }
+        if (seen < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (kind == 2 && append_steal(warns, PyBytes_FromStringAndSize(q, (Py_ssize_t)n)) < 0) goto done;
+        if (!seen && append_steal(found, Py_BuildValue("(y#nn)", q, (Py_ssize_t)n, s, e)) < 0) goto done;
+    }
+    if (width > 0 && win_close(&w, last + 1) < 0) goto done;
+    out = PyTuple_Pack(4, found, warns, w.runs, w.tail);
+done:
+    if (!out) set_rollback(&self->msgs);
+    Py_XDECREF(found);
+    Py_XDECREF(warns);
+    win_free(&w);
+    PyBuffer_Release(&v);
+    return out;
+}
+
+static PyObject *windows(PyObject *Py_UNUSED(mod), PyObject *args) {
+    Py_buffer v;
+    Py_ssize_t first, last, width;
+    PyObject *good = Py_None, *out = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnn|O", &v, &first, &last, &width, &good)) return NULL;
+    Win w = {0};
+    if (width < 1) PyErr_SetString(PyExc_ValueError, "width: from 1");
+    if (width < 1 || bounds(&v, first, last) < 0 || win_start(&w, v.buf, v.len, width, good) < 0) goto done;
+    for (Py_ssize_t pos = first; pos < last;) {
+        Py_ssize_t s = pos + 1;
+        const char *nl = memchr((const char *)v.buf + s, '\n', (size_t)(last - s));
+        pos = nl ? nl - (const char *)v.buf : last;
+        if (win_line(&w, s) < 0) goto done;
+    }
+    if (win_close(&w, last + 1) < 0) goto done;
+    out = PyTuple_Pack(2, w.runs, w.tail);
+done:
+    win_free(&w);
+    PyBuffer_Release(&v);
+    return out;
+}
+
+/* bytes.count of needle (k bytes) in p[0:n], matches not overlapping; memchr looks for its byte r, a rare
+ * one (a space is everywhere) */
+static Py_ssize_t count(const char *p, size_t n, const char *needle, size_t k, size_t r) {
+    Py_ssize_t c = 0;
+    const char *end = p + n, *from = p, *s = p + r, *q; /* from: where the next match may start */
+    while (s < end && (q = memchr(s, needle[r], (size_t)(end - s))) != NULL) {
+        const char *m = q - r;
+        if (m >= from && (size_t)(end - m) >= k && memcmp(m, needle, k) == 0) {
+            c++;
+            from = m + k;
+            s = from + r;
+        } else {
+            s = q + 1;
+        }
+    }
+    return c;
+}
+
+/* fastpath.nccl_dominated, the same samples and counts */
+static PyObject *dominated(PyObject *Py_UNUSED(mod), PyObject *args) {
+    Py_buffer v;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "y*nn", &v, &lo, &hi)) return NULL;
+    PyObject *out = NULL;
+    if (lo < 0 || hi < lo || hi > v.len) {
+        PyErr_SetString(PyExc_ValueError, "need 0 <= lo <= hi <= len(buf)");
+    } else {
+        const char *b = v.buf;
+        Py_ssize_t step = (hi - lo) / 16 > 1 ? (hi - lo) / 16 : 1, lines = 0, nccl = 0;
+        for (Py_ssize_t i = lo; i < hi; i += step) {
+            Py_ssize_t e = i + 4096 < hi ? i + 4096 : hi;
+            lines += count(b + i, (size_t)(e - i), "\n", 1, 0);
+            nccl += count(b + i, (size_t)(e - i), " NCCL ", 6, 1);
+        }
+        out = PyBool_FromLong(lines > 0 && 4 * nccl >= 3 * lines);
+    }
+    PyBuffer_Release(&v);
+    return out;
+}
+
+static Py_ssize_t Messages_len(Messages *self) { return (Py_ssize_t)(self->msgs.used + self->inits.used); }
+
+static PyObject *Messages_clear(Messages *self, PyObject *Py_UNUSED(ignored)) {
+    set_clear(&self->msgs);
+    set_clear(&self->inits);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Messages_rollback(Messages *self, PyObject *Py_UNUSED(ignored)) {
+    set_rollback(&self->msgs);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Messages_add_inits(Messages *self, PyObject *seq) {
+    PyObject *fast = PySequence_Fast(seq, "add_inits: a sequence of bytes");
+    if (!fast) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
+        PyObject *b = PySequence_Fast_GET_ITEM(fast, i);
+        if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) == 0) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_TypeError, "add_inits: non-empty bytes");
+            return NULL;
+        }
+        Py_ssize_t k = masked(self, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+        if (k < 0 || set_seen_or_add(&self->inits, self->scratch, (size_t)k) < 0) {
+            Py_DECREF(fast);
+            return PyErr_NoMemory();
+        }
+    }
+    Py_DECREF(fast);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Messages_methods[] = {
+    {"scan", (PyCFunction)Messages_scan, METH_VARARGS,
+     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail), or None when "
+     "buf[lo:hi] holds a byte the line path must clean (non-ASCII, ESC, CR, NUL). Of the lines after "
+     "buf[first] up to buf[last]: found, [(message, line start, line end)] of messages not read before (and of "
+     "volatile ones unlike the init lines given), in file order; warns, every WARN message; runs, [(start, "
+     "end)] of runs of lines that share their first `width` bytes, a window not in `good` (a Strings); tail, "
+     "starts of lines too near the buffer's end to have a window (no runs and no tail when width is 0)"},
+    {"rollback", (PyCFunction)Messages_rollback, METH_NOARGS,
+     "forget the messages the last scan added (its span went to the line path after all)"},
+    {"add_inits", (PyCFunction)Messages_add_inits, METH_O,
+     "add_inits(messages): init lines read, which scan hands back no more, nor any that differs from one of "
+     "them only in the digits of its 0x numbers (its comm pointer and id: the rank and nranks are the same)"},
+    {"clear", (PyCFunction)Messages_clear, METH_NOARGS, "forget every message"},
+    {NULL}};
+
+static PySequenceMethods Messages_seq = {.sq_length = (lenfunc)Messages_len};
+
+static PyTypeObject MessagesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpcbench.parse._scan.Messages",
+    .tp_basicsize = sizeof(Messages),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes): the fast path's set of messages read, and "
+              "its pass over a span. facts and volatiles: message starts, as bytes ('#' is a digit).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Messages_init,
+    .tp_dealloc = (destructor)Messages_dealloc,
+    .tp_methods = Messages_methods,
+    .tp_as_sequence = &Messages_seq,
+};
+
+static int Strings_init(Strings *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"max_entries", "max_bytes", NULL};
+    Py_ssize_t me, mb;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "nn", names, &me, &mb)) return -1;
+    if (me < 1 || mb < 1 || mb > (Py_ssize_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "max_entries and max_bytes: from 1, bytes below 4 GiB");
+        return -1;
+    }
+    set_free(&self->set);
+    self->set.max_entries = (size_t)me;
+    self->set.max_bytes = (size_t)mb;
+    return 0;
+}
+
+static void Strings_dealloc(Strings *self) {
+    set_free(&self->set);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Strings_contains(Strings *self, PyObject *b) {
+    if (!PyBytes_Check(b)) return 0;
+    const char *p = PyBytes_AS_STRING(b);
+    size_t n = (size_t)PyBytes_GET_SIZE(b);
+    return n > 0 && set_has(&self->set, p, n, hash_bytes(p, n));
+}
+
+static PyObject *Strings_add(Strings *self, PyObject *b) {
+    if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) == 0) {
+        PyErr_SetString(PyExc_TypeError, "add: non-empty bytes");
+        return NULL;
+    }
+    if (set_seen_or_add(&self->set, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b)) < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyObject *Strings_clear(Strings *self, PyObject *Py_UNUSED(ignored)) {
+    set_clear(&self->set);
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t Strings_len(Strings *self) { return (Py_ssize_t)self->set.used; }
+
+static PyMethodDef Strings_methods[] = {
+    {"add", (PyCFunction)Strings_add, METH_O, "add(bytes)"},
+    {"clear", (PyCFunction)Strings_clear, METH_NOARGS, "forget every string"},
+    {NULL}};
+
+static PySequenceMethods Strings_seq = {.sq_length = (lenfunc)Strings_len, .sq_contains = (objobjproc)Strings_contains};
+
+static PyTypeObject StringsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpcbench.parse._scan.Strings",
+    .tp_basicsize = sizeof(Strings),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Strings(max_entries, max_bytes): a set of byte strings (add, in, len, clear); past its bounds "
+              "it starts again.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Strings_init,
+    .tp_dealloc = (destructor)Strings_dealloc,
+    .tp_methods = Strings_methods,
+    .tp_as_sequence = &Strings_seq,
+};
+
+static PyMethodDef module_methods[] = {
+    {"dominated", dominated, METH_VARARGS, "dominated(buf, lo, hi) -> fastpath.nccl_dominated's answer"},
+    {"windows", windows, METH_VARARGS,
+     "windows(buf, first, last, width, good=None) -> (runs, tail), as Messages.scan gives them"},
+    {NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, module_methods};
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    if (PyType_Ready(&MessagesType) < 0 || PyType_Ready(&StringsType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&MessagesType);
+    Py_INCREF(&StringsType);
+    if (PyModule_AddObject(m, "Messages", (PyObject *)&MessagesType) < 0 ||
+        PyModule_AddObject(m, "Strings", (PyObject *)&StringsType) < 0 ||
+        PyModule_AddIntConstant(m, "ABI", ABI) < 0) {
+        Py_DECREF(&MessagesType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

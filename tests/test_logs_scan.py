@@ -1,0 +1,208 @@
+"""The C scanner (hpcbench/parse/_scan.c) does what the pure-Python passes of fastpath.py do: it finds the
+messages fastpath.MSG finds, the heads and tail of the lines' windows as hostwin.py does, refuses the
+bytes ``fastpath.plain`` refuses, samples like ``nccl_dominated``; its set of messages keeps what it
+should, takes back a refused span's, and skips a rank's init line of another communicator only when it
+differs from one read in its 0x numbers alone."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpcbench.parse import fastpath, nccl
+
+_scan = fastpath._scan
+MSG_START = re.compile(rb"NCCL INFO[ \t]")
+
+# Pieces of lines: prefixes of known and other hosts, NCCL tags of each level and blank, the starts of
+# messages that carry a fact, init lines that differ in their 0x numbers or their ranks, chatter, bytes
+# the line path cleans, and noise.
+PIECES = [b"gpu-node-007:12:34 [0] ", b"gpu-node-017:9:9 [3] ", b"s4:1:1 [1] ", b"[1,0]<stdout>:", b"NCCL INFO ",
+          b"NCCL INFO\t", b"NCCL WARN ", b"NCCL  INFO ", b"NCCL INFO", b"NCCL ", b"N", b"NCC", b"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+          b"Using network IB", b"NET/IB : Using [0]mlx5_0:1/IB", b"Connected all rings", b"16 coll channels",
+          b"rank 3 nranks 8", b"comm 0x55d0a rank 3 nranks 8 cudaDev 3 - Init COMPLETE",
+          b"comm 0x7f00 rank 3 nranks 8 cudaDev 3 - Init COMPLETE", b"comm 0x rank 3 nranks 8",
+          b"ncclCommInitRank comm 0xab rank 4 nranks 8 commId 0x1f - Init START", b"[Rank 2] ", b"Init timings: rank 1 nranks 2",
+          b"AllReduce: opCount 3 count 1", b"Cuda failure 'out of memory'", b"caf\xc3\xa9", b"\x1b[0m", b"\r", b"\x00",
+          b" ", b"x", b"0x1f"]
+LINES = st.lists(st.sampled_from(PIECES), max_size=6).map(b"".join)
+FACTS = [p.encode() for p in nccl.FACT_PREFIXES]
+VOLATILES = [p.encode() for p in nccl.INIT_STARTS]
+
+
+def test_the_scanner_is_built_here():
+    """`pip install -e .` builds it where a C compiler and Python's headers are (setup.py); CI has both."""
+    assert _scan is not None, "hpcbench/parse/_scan.c is not built: pip install -e . where a C compiler is"
+    assert isinstance(fastpath.Seen().c, _scan.Messages)
+
+
+def _volatile(msg: bytes) -> bool:
+    return MSG_START.match(msg) is not None and msg[10:].startswith(tuple(VOLATILES))
+
+
+def _expected(buf: bytes, first: int, last: int, seen: set[bytes]) -> tuple[list, list]:
+    """found and warns as fastpath's regexes give them; ``seen``: messages read before, which it adds to."""
+    found, warns = [], []
+    for m in fastpath.MSG.finditer(buf, first + 1, last):
+        msg = m.group(0)
+        s = buf.rfind(b"\n", 0, m.start()) + 1
+        e = buf.find(b"\n", m.end(), last)
+        if msg.startswith(b"NCCL WARN"):
+            warns.append(msg)
+        if _volatile(msg) or msg not in seen:
+            found.append((msg, s, last if e < 0 else e))
+            if not _volatile(msg):
+                seen.add(msg)
+    return found, warns
+
+
+def _windows(buf: bytes, first: int, last: int, width: int, good: set[bytes]) -> tuple[list, list[int]]:
+    """Runs of lines that share a window, but those of the windows in ``good``; the lines with no window."""
+    starts = [i + 1 for i in range(first, last) if buf[i] == 10]
+    fit = [s for s in starts if s + width <= len(buf)]
+    tail = [s for s in starts if s + width > len(buf)]
+    heads = [s for k, s in enumerate(fit) if k == 0 or buf[s:s + width] != buf[fit[k - 1]:fit[k - 1] + width]]
+    ends = heads[1:] + [tail[0] if tail else last + 1]
+    return [(h, e) for h, e in zip(heads, ends) if buf[h:h + width] not in good], tail
+
+
+def _span(lines: list[bytes]) -> tuple[bytes, int, int]:
+    buf = b"\n".join(lines)
+    return buf, buf.find(b"\n"), buf.rfind(b"\n")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(LINES, min_size=2, max_size=25), min_size=1, max_size=4), st.integers(0, 30),
+       st.lists(st.sampled_from(PIECES), max_size=3))
+def test_scan_finds_what_the_regexes_find(spans, width, good_starts):
+    """Span after span, with the messages of the ones before known and some windows judged good: the same
+    messages, WARNs, runs of windows and refusals; and ``dominated`` answers as ``nccl_dominated`` does."""
+    m = fastpath.compiled_messages()
+    seen: set[bytes] = set()
+    good = {g[:width] for g in good_starts if width and len(g) >= width}
+    strings = _scan.Strings(100, 1 << 16)
+    for g in good:
+        strings.add(g)
+    for lines in spans:
+        buf, first, last = _span(lines)
+        assert _scan.dominated(buf, 0, len(buf)) == _pure_dominated(buf)
+        if first == last:
+            continue
+        got = m.scan(buf, 0, len(buf), first, last, width, strings)
+        if not fastpath.plain(buf, 0, len(buf)):
+            assert got is None
+            continue
+        found, warns, runs, tail = got
+        assert (found, warns) == _expected(buf, first, last, seen)
+        if width:
+            assert (runs, tail) == _windows(buf, first, last, width, good)
+            assert _scan.windows(buf, first, last, width, strings) == (runs, tail)
+        else:
+            assert runs == tail == []
+
+
+def _pure_dominated(buf: bytes) -> bool:
+    saved, fastpath._scan = fastpath._scan, None
+    try:
+        return fastpath.nccl_dominated(buf, 0, len(buf))
+    finally:
+        fastpath._scan = saved
+
+
+def _msgs(n: int, tag: str) -> list[bytes]:
+    return [f"h:1:1 [0] NCCL INFO Channel {i % 32:02d}/0 : {i}[0] -> {tag}{i + 1}[1] via P2P/IPC".encode() for i in range(n)]
+
+
+def _found(m, lines: list[bytes]) -> list[bytes]:
+    buf = b"\n" + b"\n".join(lines) + b"\n"
+    got = m.scan(buf, 0, len(buf), 0, len(buf) - 1, 0)
+    return [f[0][f[0].index(b"Channel"):] for f in got[0]]
+
+
+def _text(lines: list[bytes]) -> list[bytes]:
+    return [line[line.index(b"Channel"):] for line in lines]
+
+
+def test_a_rolled_back_span_is_as_if_never_scanned():
+    """Thousands of messages, so that taking them out moves chains of slots back: what the span before
+    added stays, what the rolled-back one added is new again, and the set still finds every message."""
+    m = fastpath.compiled_messages()
+    a, b = _msgs(3000, "a"), _msgs(3000, "b")
+    assert _found(m, a) == _text(a)
+    assert _found(m, b) == _text(b)
+    m.rollback()
+    assert len(m) == 3000
+    assert _found(m, a + b) == _text(b)  # b is new again, a is not
+    assert _found(m, a + b) == []
+    assert len(m) == 6000
+
+
+def test_a_span_with_a_byte_to_clean_keeps_nothing():
+    m = fastpath.compiled_messages()
+    a = _msgs(100, "a")
+    buf = b"\n" + b"\n".join(a + [b"h:1:1 [0] NCCL INFO Using network IB\r"]) + b"\n"
+    assert m.scan(buf, 0, len(buf), 0, len(buf) - 1, 0) is None
+    assert len(m) == 0 and _found(m, a) == _text(a)
+
+
+def test_a_full_set_starts_again_and_hands_on_more_never_less():
+    m = _scan.Messages(FACTS, VOLATILES, 50, 1 << 20)
+    a = _msgs(120, "a")
+    assert _found(m, a) == _text(a)
+    assert len(m) <= 50
+    again = _found(m, a)
+    assert 0 < len(again) <= 120 and set(again) <= set(_text(a))
+    small = _scan.Messages(FACTS, VOLATILES, 10_000, 500)  # bytes, not entries, bound it
+    assert _found(small, a) == _text(a) and len(small) < 10
+
+
+INIT = b"NCCL INFO comm 0x55d0a rank 3 nranks 8 cudaDev 3 busId 4000 commId 0x9e1 - Init COMPLETE"
+
+
+@pytest.mark.parametrize(("line", "skipped"), [
+    (INIT, True),
+    (INIT.replace(b"0x55d0a", b"0x7f3aa00").replace(b"0x9e1", b"0xb"), True),  # another communicator
+    (INIT.replace(b"rank 3", b"rank 4"), False),
+    (INIT.replace(b"nranks 8", b"nranks 16"), False),
+    (INIT.replace(b"busId 4000", b"busId 5000"), False),  # decimal and bare hex: compared as they are
+    (INIT.replace(b"0x55d0a", b"0x"), False),  # no digits: not a number to mask
+    (INIT.replace(b"0x55d0a", b"0x55d0a0x1"), False),
+])
+def test_init_lines_differ_per_communicator_in_their_0x_numbers_only(line, skipped):
+    m = fastpath.compiled_messages()
+    m.add_inits([INIT])
+    buf = b"\nh:1:1 [0] " + line + b"\n"
+    found = m.scan(buf, 0, len(buf), 0, len(buf) - 1, 0)[0]
+    assert (found == []) is skipped
+    assert [f[0] for f in found] == ([] if skipped else [line])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(nccl.INIT_MSG, fullmatch=True))
+def test_every_init_line_starts_as_the_scanner_knows(msg):
+    """The scanner tells init lines by INIT_STARTS; every message INIT_MSG reads starts so."""
+    assert msg.startswith(nccl.INIT_STARTS)
+
+
+def test_bad_arguments_raise_not_crash():
+    m = fastpath.compiled_messages()
+    with pytest.raises(ValueError):
+        m.scan(b"ab\ncd\n", 0, 6, 4, 2, 0)
+    with pytest.raises(ValueError):
+        m.scan(b"ab\ncd\n", 0, 99, 2, 5, 0)
+    with pytest.raises(TypeError):
+        m.add_inits([b"x", "not bytes"])
+    with pytest.raises(ValueError):
+        _scan.Messages(FACTS, VOLATILES, 0, 10)
+    with pytest.raises(ValueError):
+        _scan.windows(b"a\nb\n", 0, 3, 0)
+    with pytest.raises(TypeError):
+        _scan.windows(b"a\nb\n", 0, 3, 1, {b"a"})  # a Strings, not a set
+    s = _scan.Strings(2, 100)
+    s.add(b"ab")
+    assert b"ab" in s and b"a" not in s and "ab" not in s and len(s) == 1
+    with pytest.raises(TypeError):
+        s.add(b"")
