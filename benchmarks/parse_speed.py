@@ -9,14 +9,17 @@ channel count), ring and tree edges (P2P/IPC/read and SHM inside a node, NET/IB/
 application lines, and an nccl-tests table with its 1024 'Rank' lines; communicators are created
 again and again (as Megatron-style jobs do) until the file reaches the size. Then, in the same run,
 it times `hpcbench parse FILE --format json` (in one process, HPCBENCH_PARSE_JOBS=1; with 2 worker
-processes; with the default, which counts idle CPUs) and `grep -c 'NCCL INFO' FILE`, interleaved,
---repeat times (the file is read once before, so all read from the page cache). It prints medians of
-wall and CPU time (user + system, os.wait4 of the child, which includes the workers it reaped; on a
-machine shared with other work the CPU ratio is the steadier figure), the ratios, and the peak RSS of
-the largest process (ru_maxrss) and of all the parser's processes together (polled from /proc). The folder is deleted unless --keep.
+processes; with the default, one process where the C scanner hpcbench/parse/_scan.c is built; and with
+the pure-Python passes, HPCBENCH_PARSE_C=0, in one process and by default, which counts idle CPUs) and
+`grep -c 'NCCL INFO' FILE`, interleaved, --repeat times (the file is read once before, so all read from
+the page cache). It prints medians of wall and CPU time (user + system, os.wait4 of the child, which
+includes the workers it reaped; on a machine shared with other work the CPU ratio is the steadier
+figure), the ratios, the peak RSS of the largest process (ru_maxrss) and of all the parser's processes
+together (polled from /proc), and whether every mode wrote the same JSON. The folder is deleted unless
+--keep.
 
 With --floor it also times, in the same interleaved runs, what an exact reader cannot do without in
-CPython: starting `hpcbench parse` (on an empty file), importing numpy, and, in one process over the log
+CPython (the pure-Python path's parts; the C scanner does these passes in one): starting `hpcbench parse` (on an empty file), importing numpy, and, in one process over the log
 in 2 MiB chunks, reading it, one `re` pass that stops nowhere, one that stops at every line, one that tests
 every line's host (regex, and numpy as hpcbench/parse/hostwin.py does), the pass that finds the
 fact-carrying messages (fastpath.MSG) and comparing those with the ones read before. Their sum is a floor
@@ -40,6 +43,7 @@ from pathlib import Path
 from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hpcbench.parse.fastpath import C_ENV, _scan
 from hpcbench.parse.parallel import JOBS_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -262,33 +266,38 @@ def main() -> None:
         size = log.stat().st_size
         print(f"generated {log} ({size / 1e9:.2f} GB) in {time.perf_counter() - t0:.1f} s")
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before the runs")
+        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before the runs; C scanner "
+              + ("built" if _scan is not None else "NOT built (pip install -e . where a C compiler is): all modes are pure Python"))
         parse = [sys.executable, "-m", "hpcbench", "parse", str(log), "--format", "json"]
-        # the default picks worker processes by idle CPUs (one process on a busy machine)
-        modes = [("1 process", "1"), ("2 workers", "2"), ("default", "")]
+        # the default is one process where the C scanner is built; the pure-Python passes (HPCBENCH_PARSE_C=0)
+        # pick worker processes by idle CPUs (one process on a busy machine)
+        modes = [("1 process", "1", ""), ("2 workers", "2", ""), ("default", "", ""),
+                 ("pure Python, 1 process", "1", "0"), ("pure Python, default", "", "0")]
         runs: dict[str, list[tuple[float, float, int, int, int]]] = {"grep": []}
-        runs.update({m: [] for m, _ in modes})
+        runs.update({m: [] for m, _, _ in modes})
         floors: dict[str, list[float]] = {}
-        out = tmp / "parsed.json"
+        outs = {mode: tmp / f"parsed-{k}.json" for k, (mode, _, _) in enumerate(modes)}
         for _ in range(args.repeat):  # interleaved, so a burst of load elsewhere hits all alike
             # grep's output goes to a file: with stdout on /dev/null GNU grep stops at the first match.
             with open(tmp / "grep.out", "w") as gout:
                 runs["grep"].append(_timed(["grep", "-c", "NCCL INFO", str(log)], gout))
-            for mode, jobs in modes:
-                env = dict(os.environ, PYTHONPATH=str(REPO), **{JOBS_ENV: jobs})
-                with open(out, "w") as o:
+            for mode, jobs, compiled in modes:
+                env = dict(os.environ, PYTHONPATH=str(REPO), **{JOBS_ENV: jobs, C_ENV: compiled})
+                with open(outs[mode], "w") as o:
                     r = _timed(parse, o, env)
                 if r[4] != 0:
                     sys.exit(f"hpcbench parse ({mode}) failed with exit code {r[4]}")
                 runs[mode].append(r)
             if args.floor:
                 _floor(tmp, log, floors)
-        doc = json.loads(out.read_text())[0]
+        docs = {mode: json.loads(p.read_text()) for mode, p in outs.items()}
+        differ = [mode for mode, d in docs.items() if d != docs[modes[0][0]]]
+        doc = docs[modes[0][0]][0]
         nccl = doc["nccl"]
         g_dt, g_cpu = median(r[0] for r in runs["grep"]), median(r[1] for r in runs["grep"])
         print(f"grep -c 'NCCL INFO': {g_dt:.2f} s wall, {g_cpu:.2f} s CPU, "
               f"{(tmp / 'grep.out').read_text().strip()} lines ({size / g_dt / 1e9:.2f} GB/s)  [median of {args.repeat}]")
-        for mode, _ in modes:
+        for mode, _, _ in modes:
             rs = runs[mode]
             dt, cpu = median(r[0] for r in rs), median(r[1] for r in rs)
             rss = max(r[2] for r in rs)
@@ -297,6 +306,7 @@ def main() -> None:
                   f"peak RSS {rss / 1024:.0f} MB largest process, {tree / 1024:.0f} MB all processes")
             print(f"  ratio parse/grep: {dt / g_dt:.1f} wall, {cpu / max(g_cpu, 1e-3):.1f} CPU "
                   f"(goal <= 3 in one process; peak RSS goal <= 200 MB)  [walls {', '.join(f'{r[0]:.1f}' for r in rs)} s]")
+        print("every mode gave the same JSON" if not differ else f"DIFFERENT JSON from: {', '.join(differ)}")
         print(f"found: {len(nccl['hosts'])} hosts, nranks {nccl['nranks']}, transports {nccl['transports']}, "
               f"{len(nccl['edges'])} distinct edges, network {nccl['network']}, "
               f"nccl-tests avg {doc['nccl_tests'] and doc['nccl_tests']['avg_busbw']}")

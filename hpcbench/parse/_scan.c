@@ -13,6 +13,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <ctype.h>
 #include <string.h>
@@ -26,12 +27,20 @@ typedef struct {
 } Slot;
 
 /* A set of byte strings: open addressing over hashes, the strings themselves in an arena, in the order
- * they came, each after its length (4 bytes). Logs print the same messages in the same order again and
- * again (each communicator's setup), so the string after the last one found is tried first: a hit then
- * costs one sequential compare, no hash and no random access. Past its bounds the set starts again (as
- * the Python set does at fastpath.SEEN_MAX): more is handed on, never less. */
+ * they came, each after a header: its length and the offset of the string looked up after it last time.
+ * Logs print the same messages in the same order again and again (each communicator's setup), so that
+ * one is tried first: a hit then costs one compare, no hash and no random access into the table. Past
+ * its bounds the set starts again (as the Python set does at fastpath.SEEN_MAX): more is handed on,
+ * never less. */
 typedef struct {
-    Slot *slots; /* off: of the string's length in the arena */
+    uint32_t len, next; /* next: NO_NEXT, or a record's offset */
+} Head;
+
+#define HEAD ((size_t)sizeof(Head))
+#define NO_NEXT UINT32_MAX
+
+typedef struct {
+    Slot *slots; /* off: of the string's header in the arena */
     size_t cap, used; /* cap: a power of two */
     char *arena;
     size_t alen, acap, max_entries, max_bytes;
@@ -120,15 +129,29 @@ static int set_grow(Set *m) {
     return 0;
 }
 
-/* whether the string after the last one found is p[0:n] */
+static Head head_at(const Set *m, size_t off) {
+    Head h;
+    memcpy(&h, m->arena + off, HEAD);
+    return h;
+}
+
+/* the string at `off` was looked up after the last one */
+static void set_follow(Set *m, size_t off) {
+    if (m->last != NONE) {
+        uint32_t next = (uint32_t)off;
+        memcpy(m->arena + m->last + offsetof(Head, next), &next, sizeof next);
+    }
+    m->last = off;
+}
+
+/* whether the string looked up after the last one, last time, is p[0:n] */
 static int set_next_is(Set *m, const char *p, size_t n) {
     if (m->last == NONE) return 0;
-    uint32_t len;
-    memcpy(&len, m->arena + m->last, 4);
-    size_t next = m->last + 4 + len;
-    if (next >= m->alen) return 0;
-    memcpy(&len, m->arena + next, 4);
-    if (len != n || memcmp(m->arena + next + 4, p, n) != 0) return 0;
+    Head h = head_at(m, m->last);
+    if (h.next == NO_NEXT) return 0;
+    size_t next = h.next;
+    h = head_at(m, next);
+    if (h.len != n || memcmp(m->arena + next + HEAD, p, n) != 0) return 0;
     m->last = next;
     return 1;
 }
@@ -137,8 +160,8 @@ static int set_has(Set *m, const char *p, size_t n, uint64_t h) {
     if (!m->cap) return 0;
     for (size_t j = h & (m->cap - 1); m->slots[j].len; j = (j + 1) & (m->cap - 1)) {
         const Slot *s = &m->slots[j];
-        if (s->hash == h && s->len == n && memcmp(m->arena + s->off + 4, p, n) == 0) {
-            m->last = s->off;
+        if (s->hash == h && s->len == n && memcmp(m->arena + s->off + HEAD, p, n) == 0) {
+            set_follow(m, s->off);
             return 1;
         }
     }
@@ -147,42 +170,50 @@ static int set_has(Set *m, const char *p, size_t n, uint64_t h) {
 
 /* 0, or -1: out of memory. The string must not be in the set. */
 static int set_add(Set *m, const char *p, size_t n, uint64_t h) {
-    if (m->used >= m->max_entries || m->alen + 4 + n > m->max_bytes) set_clear(m);
+    if (m->used >= m->max_entries || m->alen + HEAD + n > m->max_bytes) set_clear(m);
     if (2 * (m->used + 1) > m->cap && set_grow(m) < 0) return -1;
-    if (m->alen + 4 + n > m->acap) {
+    if (m->alen + HEAD + n > m->acap) {
         size_t acap = m->acap ? m->acap : 1 << 16;
-        while (acap < m->alen + 4 + n) acap *= 2;
+        while (acap < m->alen + HEAD + n) acap *= 2;
         char *a = PyMem_Realloc(m->arena, acap);
         if (!a) return -1;
         m->arena = a;
         m->acap = acap;
     }
-    uint32_t len = (uint32_t)n;
-    memcpy(m->arena + m->alen, &len, 4);
-    memcpy(m->arena + m->alen + 4, p, n);
+    Head head = {(uint32_t)n, NO_NEXT};
+    memcpy(m->arena + m->alen, &head, HEAD);
+    memcpy(m->arena + m->alen + HEAD, p, n);
     size_t j = h & (m->cap - 1);
     while (m->slots[j].len) j = (j + 1) & (m->cap - 1);
-    m->slots[j] = (Slot){h, (uint32_t)m->alen, len};
-    m->last = m->alen;
-    m->alen += 4 + n;
+    m->slots[j] = (Slot){h, (uint32_t)m->alen, head.len};
+    set_follow(m, m->alen);
+    m->alen += HEAD + n;
     m->used++;
     return 0;
 }
 
 /* Take out what was added since the mark. Emptying their slots is enough: a string kept from before was
  * placed when every slot between its hash's and its own was taken by strings older still, so no hole made
- * here lies on its probe path. What a clear forgot is not brought back: the set then knows less, and hands
- * on more. */
+ * here lies on its probe path. A kept string's `next` that points past the mark is unset: the space will
+ * hold other strings. What a clear forgot is not brought back: the set then knows less, and hands on
+ * more. */
 static void set_rollback(Set *m) {
     size_t mask = m->cap - 1;
     for (size_t off = m->mark; off < m->alen;) {
-        uint32_t len;
-        memcpy(&len, m->arena + off, 4);
-        size_t j = hash_bytes(m->arena + off + 4, len) & mask;
+        Head h = head_at(m, off);
+        size_t j = hash_bytes(m->arena + off + HEAD, h.len) & mask;
         while (!(m->slots[j].len && m->slots[j].off == off)) j = (j + 1) & mask;
         m->slots[j].len = 0;
         m->used--;
-        off += 4 + len;
+        off += HEAD + h.len;
+    }
+    for (size_t off = 0; off < m->mark;) {
+        Head h = head_at(m, off);
+        if (h.next != NO_NEXT && h.next >= m->mark) {
+            h.next = NO_NEXT;
+            memcpy(m->arena + off, &h, HEAD);
+        }
+        off += HEAD + h.len;
     }
     m->alen = m->mark;
     m->last = NONE;
@@ -336,6 +367,12 @@ typedef struct {
     PyObject *runs, *tail;
 } Win;
 
+/* memcmp(a, b, n) == 0, without a call for the 8 to 16 bytes of a host's window */
+static int same(const char *a, const char *b, size_t n) {
+    if (n < 8 || n > 16) return memcmp(a, b, n) == 0;
+    return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
+}
+
 static int win_close(Win *w, Py_ssize_t end) {
     int rc = 0;
     if (w->prev >= 0 && w->bad && !w->ended) rc = append_steal(w->runs, Py_BuildValue("(nn)", w->start, end));
@@ -348,7 +385,7 @@ static int win_line(Win *w, Py_ssize_t s) {
         if (win_close(w, s) < 0) return -1;
         return append_steal(w->tail, PyLong_FromSsize_t(s));
     }
-    if (w->prev < 0 || memcmp(w->b + w->prev, w->b + s, (size_t)w->width) != 0) {
+    if (w->prev < 0 || !same(w->b + w->prev, w->b + s, (size_t)w->width)) {
         if (win_close(w, s) < 0) return -1;
         w->start = s;
         w->ended = 0;
@@ -405,35 +442,47 @@ static int plain_bytes(const unsigned char *p, size_t n) {
     return 1;
 }
 
-/* The first newline in [p, end), or end; *bad when a byte before it must be cleaned. With SSE2 (every x86-64)
- * one pass looks for both, 16 bytes at a time; elsewhere memchr, then plain_bytes. */
+/* The first newline in [p, end), or end; *bad when a byte before it must be cleaned; *n, the first 'N'
+ * before it (or the newline). With SSE2 (every x86-64) one pass looks for all three, 16 bytes at a time;
+ * elsewhere memchr, plain_bytes and memchr again. */
 #if defined(__SSE2__)
 #include <emmintrin.h>
 
-static const char *line_end(const char *p, const char *end, int *bad) {
+static const char *line_end(const char *p, const char *end, int *bad, const char **n) {
     const __m128i nl = _mm_set1_epi8('\n'), esc = _mm_set1_epi8(0x1b), cr = _mm_set1_epi8('\r');
-    const __m128i zero = _mm_setzero_si128();
+    const __m128i zero = _mm_setzero_si128(), capital_n = _mm_set1_epi8('N');
+    *n = NULL;
     for (; end - p >= 16; p += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
         unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
         __m128i ctl = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, esc), _mm_cmpeq_epi8(v, cr)), _mm_cmpeq_epi8(v, zero));
         unsigned b = (unsigned)(_mm_movemask_epi8(v) | _mm_movemask_epi8(ctl)); /* high bit: not ASCII */
-        if (m) {
-            unsigned i = (unsigned)__builtin_ctz(m);
-            if (b & ((1u << i) - 1)) *bad = 1;
-            return p + i;
+        unsigned before = m ? (1u << __builtin_ctz(m)) - 1 : 0xffffu;
+        if (!*n) {
+            unsigned ns = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, capital_n)) & before;
+            if (ns) *n = p + __builtin_ctz(ns);
         }
-        if (b) *bad = 1;
+        if (b & before) *bad = 1;
+        if (m) {
+            p += __builtin_ctz(m);
+            if (!*n) *n = p;
+            return p;
+        }
     }
-    for (; p < end && *p != '\n'; p++)
+    for (; p < end && *p != '\n'; p++) {
         if (!plain_bytes((const unsigned char *)p, 1)) *bad = 1;
+        if (*p == 'N' && !*n) *n = p;
+    }
+    if (!*n) *n = p;
     return p;
 }
 #else
-static const char *line_end(const char *p, const char *end, int *bad) {
+static const char *line_end(const char *p, const char *end, int *bad, const char **n) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     if (!nl) nl = end;
     if (!plain_bytes((const unsigned char *)p, (size_t)(nl - p))) *bad = 1;
+    *n = memchr(p, 'N', (size_t)(nl - p));
+    if (!*n) *n = nl;
     return nl;
 }
 #endif
@@ -462,7 +511,8 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
     for (Py_ssize_t pos = first; pos < last;) {
         Py_ssize_t s = pos + 1;
         int bad = 0;
-        Py_ssize_t e = line_end(b + s, b + last, &bad) - b;
+        const char *q;
+        Py_ssize_t e = line_end(b + s, b + last, &bad, &q) - b;
         pos = e;
         if (bad) {
             set_rollback(&self->msgs);
@@ -470,11 +520,11 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
             goto done;
         }
         if (width > 0 && win_line(&w, s) < 0) goto done;
-        const char *p = b + s, *end = b + e, *q;
+        const char *end = b + e;
         int kind = 0;
-        while ((q = memchr(p, 'N', (size_t)(end - p))) != NULL && end - q >= 10) {
+        while (q != NULL && end - q >= 10) { /* each 'N' from the line's first */
             if (memcmp(q + 1, "CCL ", 4) == 0 && (kind = kind_at(self, q, end)) != 0) break;
-            p = q + 1;
+            q = memchr(q + 1, 'N', (size_t)(end - q - 1));
         }
         if (!kind) continue;
         size_t n = (size_t)(end - q);

@@ -18,6 +18,7 @@ numpy for the hosts, hostwin.py), about 3x slower. Both hand on the same lines (
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,12 +28,13 @@ from hpcbench.parse import hostwin
 from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
 from hpcbench.parse.prefixes import HOST, MPI_TAG, continues
 
+C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
     from hpcbench.parse import _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None
-if _scan is not None and getattr(_scan, "ABI", None) != 1:
-    _scan = None  # an in-place build of an older _scan.c: scripts/venv.sh builds it again
+if _scan is not None and (getattr(_scan, "ABI", None) != 1 or os.environ.get(C_ENV) == "0"):
+    _scan = None  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
 SEEN_BYTES = 64 << 20  # and their bytes, in the C scanner
