@@ -206,3 +206,22 @@ def test_bad_arguments_raise_not_crash():
     assert b"ab" in s and b"a" not in s and "ab" not in s and len(s) == 1
     with pytest.raises(TypeError):
         s.add(b"")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=400), st.data())
+def test_any_bytes_and_bounds_never_crash(data, draw):
+    """Whatever the bytes and wherever the span: a tuple, None, or a ValueError for bounds out of order."""
+    m = fastpath.compiled_messages()
+    n = len(data)
+    lo, first, last, hi = sorted(draw.draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=4, max_size=4)))
+    width = draw.draw(st.integers(0, 40))
+    if n == 0:
+        with pytest.raises(ValueError):
+            m.scan(data, 0, 0, 0, 0, width)
+        return
+    got = m.scan(data, lo, hi, first, last, width, _scan.Strings(10, 1000))
+    assert got is None or len(got) == 4
+    if width:
+        assert len(_scan.windows(data, first, last, width)) == 2
+    assert _scan.dominated(data, lo, hi) in (True, False)
