@@ -300,15 +300,24 @@ static int load_prefixes(PyObject *seq, Prefix *out, int *k, PyObject *keep) {
     return 0;
 }
 
+/* an empty set with these bounds; -1 (ValueError) for bounds out of range */
+static int set_init(Set *m, Py_ssize_t max_entries, Py_ssize_t max_bytes) {
+    if (max_entries < 1 || max_bytes < 1 || max_bytes > (Py_ssize_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "max_entries and max_bytes: from 1, bytes below 4 GiB");
+        return -1;
+    }
+    set_free(m);
+    m->max_entries = (size_t)max_entries;
+    m->max_bytes = (size_t)max_bytes;
+    return 0;
+}
+
 static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"facts", "volatiles", "max_entries", "max_bytes", NULL};
     PyObject *facts, *volatiles;
     Py_ssize_t me, mb;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn", names, &facts, &volatiles, &me, &mb)) return -1;
-    if (me < 1 || mb < 1 || mb > (Py_ssize_t)UINT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "max_entries and max_bytes: from 1, bytes below 4 GiB");
-        return -1;
-    }
+    if (set_init(&self->msgs, me, mb) < 0 || set_init(&self->inits, me, mb) < 0) return -1;
     Py_XSETREF(self->keep, PyList_New(0));
     if (!self->keep) return -1;
     if (load_prefixes(facts, self->facts, &self->nfacts, self->keep) < 0) return -1;
@@ -319,10 +328,6 @@ static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
         for (int b = 0; b < 256; b++)
             if (c == '#' ? (b >= '0' && b <= '9') : b == c) self->by_first[b] |= 1ULL << i;
     }
-    set_free(&self->msgs);
-    set_free(&self->inits);
-    self->msgs.max_entries = self->inits.max_entries = (size_t)me;
-    self->msgs.max_bytes = self->inits.max_bytes = (size_t)mb;
     return 0;
 }
 
@@ -685,14 +690,7 @@ static int Strings_init(Strings *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"max_entries", "max_bytes", NULL};
     Py_ssize_t me, mb;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "nn", names, &me, &mb)) return -1;
-    if (me < 1 || mb < 1 || mb > (Py_ssize_t)UINT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "max_entries and max_bytes: from 1, bytes below 4 GiB");
-        return -1;
-    }
-    set_free(&self->set);
-    self->set.max_entries = (size_t)me;
-    self->set.max_bytes = (size_t)mb;
-    return 0;
+    return set_init(&self->set, me, mb);
 }
 
 static void Strings_dealloc(Strings *self) {
