@@ -26,7 +26,7 @@ from itertools import filterfalse, islice
 
 from hpcbench.parse import hostwin
 from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
-from hpcbench.parse.prefixes import HOST, MPI_TAG, continues
+from hpcbench.parse.prefixes import HOST, MPI_TAG, TAG, TS, continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
@@ -51,10 +51,17 @@ _WARN_KEY = re.compile(rb"NCCL WARN[ \t][^\n]*")
 # colon and a digit. Its facts are its host (known) and its message, which MSG finds: any NCCL level and
 # prefix form is fine. (Lines before NCCL 2.3 have no "NCCL" tag, so a chunk of them is never
 # NCCL-dominated.)
-_TS = rb"(?:[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:[.,][0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?[ \t]+)?"
-PLAIN = re.compile(rb"(?P<tag>\[[0-9]+(?:,[0-9]+)?\]<std(?:out|err)>:)?(?P<ts>" + _TS + rb")(?P<host>"
-                   + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
-_HOST_LINE = re.compile(rb"\n(?:\[[0-9]+(?:,[0-9]+)?\]<std(?:out|err)>:)?" + _TS + rb"(" + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
+
+
+def _bytes_pattern(pattern: str) -> bytes:
+    """prefixes' pattern for the byte regexes here: [0-9] for \\d (several times faster on bytes), no groups."""
+    return re.sub(r"\((?!\?)", "(?:", pattern.replace(r"\d", "[0-9]")).encode()
+
+
+_TAG = _bytes_pattern(TAG)
+_TS = b"(?:" + _bytes_pattern(TS) + rb"[ \t]+)?"
+PLAIN = re.compile(rb"(?P<tag>" + _TAG + rb")?(?P<ts>" + _TS + rb")(?P<host>" + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
+_HOST_LINE = re.compile(rb"\n(?:" + _TAG + rb")?" + _TS + rb"(" + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
 _UNSAFE = (b"\x1b", b"\r", b"\x00")  # the line path strips ANSI codes, CRs and NULs (prefixes.decode)
 
 

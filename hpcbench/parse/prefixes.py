@@ -21,14 +21,15 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|[\x00-\x08\x0b\x0c
 
 # mpirun --tag-output "[1,3]<stdout>:" and horovodrun/Gloo "[3]<stdout>:"; both may also appear mid-line
 # when two ranks' output was interleaved without a newline.
-MPI_TAG = re.compile(r"\[(\d+)(?:,(\d+))?\]<std(?:out|err)>:")
-_TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+TAG = r"\[(\d+)(?:,(\d+))?\]<std(?:out|err)>:"
+MPI_TAG = re.compile(TAG)
+TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"  # ISO time stamp
 _LEADERS = [
-    re.compile(r"\[(\d+)(?:,(\d+))?\]<std(?:out|err)>:"),  # mpirun / horovodrun
+    MPI_TAG,  # mpirun / horovodrun
     re.compile(r"\[(?:default|rank)(\d+)\]:"),  # torchrun --tee / log prefixes
     re.compile(r"\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*"),  # Ray workers
-    re.compile(r"\[" + _TS + r"\]\s*"),  # [2026-09-01 16:19:24]
-    re.compile(_TS + r"(?:\s*\|\s*|\s+|:\s+)?"),  # ISO stamps, sometimes glued onto the next token
+    re.compile(r"\[" + TS + r"\]\s*"),  # [2026-09-01 16:19:24]
+    re.compile(TS + r"(?:\s*\|\s*|\s+|:\s+)?"),  # ISO stamps, sometimes glued onto the next token
     re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d "),  # syslog "Nov 22 03:27:12 "
     re.compile(r"\s*(\d+): (?=\S)"),  # srun -l "12: "
     re.compile(r"[\w.-]+\s+\|\s(?=\S)"),  # docker compose "svc_1  | "
@@ -96,7 +97,7 @@ def _cloudwatch(text: str) -> str:
     if not s.startswith("|"):
         return text
     s = s[1:].lstrip()
-    m = re.match(_TS + r"(?:\s*\|\s*)?", s)
+    m = re.match(TS + r"(?:\s*\|\s*)?", s)
     if m:
         s = s[m.end():]
     n = len(s)
