@@ -6,9 +6,14 @@ differs from one read in its 0x numbers alone."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import re
+import subprocess
+import sysconfig
 
 import pytest
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -225,3 +230,31 @@ def test_any_bytes_and_bounds_never_crash(data, draw):
     if width:
         assert len(_scan.windows(data, first, last, width)) == 2
     assert _scan.dominated(data, lo, hi) in (True, False)
+
+
+@pytest.fixture(scope="module")
+def portable(tmp_path_factory):
+    """_scan.c built as where there is no SSE2 (ARM): memchr and a byte test where x86 has one vector pass."""
+    d = tmp_path_factory.mktemp("portable")
+    src = d / "_scan_portable.c"
+    src.write_text((REPO / "hpcbench/parse/_scan.c").read_text()
+                   .replace("PyInit__scan(", "PyInit__scan_portable(").replace('"_scan", NULL', '"_scan_portable", NULL'))
+    so = d / ("_scan_portable" + sysconfig.get_config_var("EXT_SUFFIX"))
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    subprocess.run([*cc, "-O2", "-std=c99", "-shared", "-fPIC", "-U__SSE2__", f"-I{sysconfig.get_paths()['include']}",
+                    str(src), "-o", str(so)], check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("_scan_portable", so,
+                                                  loader=importlib.machinery.ExtensionFileLoader("_scan_portable", str(so)))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(LINES, min_size=2, max_size=25), min_size=1, max_size=4), st.integers(0, 30))
+def test_the_portable_build_scans_alike(portable, spans, width):
+    ours, theirs = fastpath.compiled_messages(), portable.Messages(FACTS, VOLATILES, fastpath.SEEN_MAX, fastpath.SEEN_BYTES)
+    for lines in spans:
+        buf, first, last = _span(lines)
+        if first != last:
+            assert ours.scan(buf, 0, len(buf), first, last, width) == theirs.scan(buf, 0, len(buf), first, last, width)
