@@ -3,7 +3,7 @@
 # the local 2-node Slurm; then the whole suite; then the cluster is stopped again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod cmake g++ shellcheck texlive-latex-base"
+APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod cmake g++ python3-dev shellcheck texlive-latex-base"
 if [ "$(id -u)" = 0 ]; then
     missing=$(for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
     if [ -n "$missing" ]; then
