@@ -4,7 +4,9 @@
  * Per line of buf[first+1 .. last] (the lines after the newline at `first`):
  *   - its window (its first `width` bytes): runs of lines that share one, whose window the host regex has
  *     not matched before, are handed back for Python to test (hostwin.py does the same with numpy);
- *   - its message, as fastpath.MSG finds it: the first "NCCL INFO" + blank + a fact-carrying start, or
+ *   - a line with no "NCCL " tag (a bare pre-2.3 INFO line of a known host?) or more than one (a second
+ *     prefix glued on, whose host the line path reads?) is handed back whole, its message not looked at;
+ *   - else its message, as fastpath.MSG finds it: "NCCL INFO" + blank + a fact-carrying start, or
  *     "NCCL WARN" + blank, to the end of the line. A message not read before is added to the set and
  *     handed back with its line's bounds; a message with a "volatile" start (init lines, which differ per
  *     communicator) is handed back unless add_inits was given one that differs from it only in the digits
@@ -16,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <ctype.h>
+#include <limits.h>
 #include <string.h>
 
 #define ABI 1 /* fastpath.py refuses a build of another version (a stale in-place build) */
@@ -447,25 +450,29 @@ static int plain_bytes(const unsigned char *p, size_t n) {
     return 1;
 }
 
-/* The first newline in [p, end), or end; *bad when a byte before it must be cleaned; *n, the first 'N'
- * before it (or the newline). With SSE2 (every x86-64) one pass looks for all three, 16 bytes at a time;
- * elsewhere memchr, plain_bytes and memchr again. */
+/* The first newline in [p, end), or end; *bad when a byte before it must be cleaned; *n, the first "NC"
+ * before it (or the newline; a first 'N' where not counted), *count how many "NC" there are (INT_MAX: not
+ * counted). With SSE2 (every x86-64) one pass looks for all of these, 16 bytes at a time; elsewhere memchr,
+ * plain_bytes and memchr again. */
 #if defined(__SSE2__)
 #include <emmintrin.h>
 
-static const char *line_end(const char *p, const char *end, int *bad, const char **n) {
+static const char *line_end(const char *p, const char *end, int *bad, const char **n, int *count) {
     const __m128i nl = _mm_set1_epi8('\n'), esc = _mm_set1_epi8(0x1b), cr = _mm_set1_epi8('\r');
-    const __m128i zero = _mm_setzero_si128(), capital_n = _mm_set1_epi8('N');
+    const __m128i zero = _mm_setzero_si128(), capital_n = _mm_set1_epi8('N'), capital_c = _mm_set1_epi8('C');
     *n = NULL;
-    for (; end - p >= 16; p += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)p);
+    *count = 0;
+    for (; end - p >= 17; p += 16) { /* 17: the byte after the block is read too, for "NC" */
+        __m128i v = _mm_loadu_si128((const __m128i *)p), after = _mm_loadu_si128((const __m128i *)(p + 1));
         unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
         __m128i ctl = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, esc), _mm_cmpeq_epi8(v, cr)), _mm_cmpeq_epi8(v, zero));
         unsigned b = (unsigned)(_mm_movemask_epi8(v) | _mm_movemask_epi8(ctl)); /* high bit: not ASCII */
         unsigned before = m ? (1u << __builtin_ctz(m)) - 1 : 0xffffu;
-        if (!*n) {
-            unsigned ns = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, capital_n)) & before;
-            if (ns) *n = p + __builtin_ctz(ns);
+        unsigned ns = (unsigned)_mm_movemask_epi8(
+            _mm_and_si128(_mm_cmpeq_epi8(v, capital_n), _mm_cmpeq_epi8(after, capital_c))) & before;
+        if (ns) {
+            if (!*n) *n = p + __builtin_ctz(ns);
+            *count += __builtin_popcount(ns);
         }
         if (b & before) *bad = 1;
         if (m) {
@@ -476,18 +483,22 @@ static const char *line_end(const char *p, const char *end, int *bad, const char
     }
     for (; p < end && *p != '\n'; p++) {
         if (!plain_bytes((const unsigned char *)p, 1)) *bad = 1;
-        if (*p == 'N' && !*n) *n = p;
+        if (*p == 'N' && end - p >= 2 && p[1] == 'C') {
+            if (!*n) *n = p;
+            ++*count;
+        }
     }
     if (!*n) *n = p;
     return p;
 }
 #else
-static const char *line_end(const char *p, const char *end, int *bad, const char **n) {
+static const char *line_end(const char *p, const char *end, int *bad, const char **n, int *count) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     if (!nl) nl = end;
     if (!plain_bytes((const unsigned char *)p, (size_t)(nl - p))) *bad = 1;
     *n = memchr(p, 'N', (size_t)(nl - p));
     if (!*n) *n = nl;
+    *count = INT_MAX;
     return nl;
 }
 #endif
@@ -497,7 +508,7 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
     Py_ssize_t lo, hi, first, last, width;
     PyObject *good = Py_None;
     if (!PyArg_ParseTuple(args, "y*nnnnn|O", &v, &lo, &hi, &first, &last, &width, &good)) return NULL;
-    PyObject *found = NULL, *warns = NULL, *out = NULL;
+    PyObject *found = NULL, *warns = NULL, *odd = NULL, *out = NULL;
     Win w = {0};
     self->msgs.mark = self->msgs.alen;
     if (bounds(&v, first, last) < 0) goto done;
@@ -511,13 +522,14 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
         out = Py_NewRef(Py_None);
         goto done;
     }
-    found = PyList_New(0), warns = PyList_New(0);
-    if (!found || !warns || win_start(&w, b, v.len, width, good) < 0) goto done;
+    found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0);
+    if (!found || !warns || !odd || win_start(&w, b, v.len, width, good) < 0) goto done;
     for (Py_ssize_t pos = first; pos < last;) {
         Py_ssize_t s = pos + 1;
         int bad = 0;
         const char *q;
-        Py_ssize_t e = line_end(b + s, b + last, &bad, &q) - b;
+        int ns;
+        Py_ssize_t e = line_end(b + s, b + last, &bad, &q, &ns) - b;
         pos = e;
         if (bad) {
             set_rollback(&self->msgs);
@@ -525,13 +537,23 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
             goto done;
         }
         if (width > 0 && win_line(&w, s) < 0) goto done;
-        const char *end = b + e;
-        int kind = 0;
-        while (q != NULL && end - q >= 10) { /* each 'N' from the line's first */
-            if (memcmp(q + 1, "CCL ", 4) == 0 && (kind = kind_at(self, q, end)) != 0) break;
-            q = memchr(q + 1, 'N', (size_t)(end - q - 1));
+        const char *end = b + e, *msg = NULL;
+        int kind = 0, tags = 0;
+        for (int left = ns; q != NULL && q < end && left > 0 && tags < 2; left--) { /* each "NC" */
+            if (end - q >= 5 && memcmp(q + 1, "CCL ", 4) == 0 && ++tags == 1) {
+                kind = kind_at(self, q, end);
+                msg = q;
+            }
+            do
+                q = left > 1 ? memchr(q + 1, 'N', (size_t)(end - q - 1)) : NULL;
+            while (q != NULL && (end - q < 2 || q[1] != 'C'));
+        }
+        if (tags != 1) { /* no NCCL tag (a bare pre-2.3 line?), or two (a second prefix glued on?) */
+            if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
+            continue;
         }
         if (!kind) continue;
+        q = msg;
         size_t n = (size_t)(end - q);
         int seen;
         if (kind == 1 && any_start(q + 10, end - q - 10, self->volatiles, self->nvolatiles)) {
@@ -550,11 +572,12 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
         if (!seen && append_steal(found, Py_BuildValue("(y#nn)", q, (Py_ssize_t)n, s, e)) < 0) goto done;
     }
     if (width > 0 && win_close(&w, last + 1) < 0) goto done;
-    out = PyTuple_Pack(4, found, warns, w.runs, w.tail);
+    out = PyTuple_Pack(5, found, warns, w.runs, w.tail, odd);
 done:
     if (!out) set_rollback(&self->msgs);
     Py_XDECREF(found);
     Py_XDECREF(warns);
+    Py_XDECREF(odd);
     win_free(&w);
     PyBuffer_Release(&v);
     return out;
@@ -657,12 +680,13 @@ static PyObject *Messages_add_inits(Messages *self, PyObject *seq) {
 
 static PyMethodDef Messages_methods[] = {
     {"scan", (PyCFunction)Messages_scan, METH_VARARGS,
-     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail), or None when "
+     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail, odd), or None when "
      "buf[lo:hi] holds a byte the line path must clean (non-ASCII, ESC, CR, NUL). Of the lines after "
      "buf[first] up to buf[last]: found, [(message, line start, line end)] of messages not read before (and of "
      "volatile ones unlike the init lines given), in file order; warns, every WARN message; runs, [(start, "
      "end)] of runs of lines that share their first `width` bytes, a window not in `good` (a Strings); tail, "
-     "starts of lines too near the buffer's end to have a window (no runs and no tail when width is 0)"},
+     "starts of lines too near the buffer's end to have a window (no runs and no tail when width is 0); odd, "
+     "[(start, end)] of lines with no 'NCCL ' tag or more than one (their messages are not looked at)"},
     {"rollback", (PyCFunction)Messages_rollback, METH_NOARGS,
      "forget the messages the last scan added (its span went to the line path after all)"},
     {"add_inits", (PyCFunction)Messages_add_inits, METH_O,

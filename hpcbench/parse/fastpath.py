@@ -4,7 +4,9 @@ process or in a worker process alike.
 
 It gives the line path the same facts by handing it every line that could add one:
 - every line that is not a plain NCCL INFO line of a known host (an unknown host or tag, a WARN, another
-  prefix form, a table row, Horovod's /sec lines, records, prose), found by one regex pass;
+  prefix form, a table row, Horovod's /sec lines, records, prose), found by one regex pass; with the C
+  scanner also every line with no "NCCL " tag or more than one (a bare pre-2.3 line of a known host, a
+  second prefix glued on), which the pure passes would need another pass over every line to find;
 - the first line of each INFO message that can carry a fact (nccl.FACT_STARTS) and was not read before: a
   1024-rank job repeats the same edge lines for every communicator.
 A plain INFO line of a known host whose message carries no fact, or was read before, adds nothing.
@@ -227,9 +229,9 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         got = seen.c.scan(buf, lo, hi, first, last, width, known._good())
         if got is None:
             return None
-        found, msgs, runs, tail = got
+        found, msgs, runs, tail, odd = got
         windows = (width, runs, tail)
-    others = _others(buf, first, last, hi, known, windows)
+    others = _others(buf, first, last, hi, known, windows, odd if seen.c is not None else [])
     if others is None:
         if seen.c is not None:
             seen.c.rollback()  # the line path reads the span: as if the scan had not kept its messages
@@ -291,17 +293,18 @@ def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
     return lines > 0 and nccl >= 0.75 * lines
 
 
-def _others(buf: bytes, first: int, last: int, hi: int, known: Known, windows: Windows | None
-            ) -> list[tuple[int, bytes, int]] | None:
+def _others(buf: bytes, first: int, last: int, hi: int, known: Known, windows: Windows | None,
+            odd: list[tuple[int, int]]) -> list[tuple[int, bytes, int]] | None:
     """(start, line, length of the line before it if that one is plain, else -1) for every line after the
     first that is not a plain line of a known host, and for the last line (the next span's first line may
     continue it); None when they are too many for the fast path to pay, or one may be the rest of a
     wrapped line. When they are too many because hosts are new (the first spans of a file), those hosts
-    are learned from the first line of each, which is handed on, and the lines are looked for again."""
+    are learned from the first line of each, which is handed on, and the lines are looked for again.
+    ``odd``: lines the C scanner found with no NCCL tag or two, handed on too."""
     limit = int((last - first) * OTHERS_MAX)
     found: list[tuple[int, int]] = []
     for attempt in (0, 1):
-        lines = known.unknown_lines(buf, first, last, limit + 1, windows)
+        lines = known.unknown_lines(buf, first, last, limit + 1, windows) + odd
         if len(lines) + len(found) <= limit:
             break
         if attempt:
