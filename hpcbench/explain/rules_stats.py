@@ -40,13 +40,21 @@ def within_noise_of_baseline(ctx: Context) -> list[Finding]:
     p = ctx.point
     if p.speedup is None or p.throughput_lo is None or not p.base_throughput or p.world_size == p.base_world_size:
         return []
-    base = next((a for a in ctx.others if a.throughput == p.base_throughput and a.world_size == p.base_world_size
-                 and a.throughput_lo is not None), None)
+    base = ctx.index("baselines", _by_throughput).get((p.base_throughput, p.base_world_size))
     if base is None or p.throughput_lo > base.throughput_hi or base.throughput_lo > p.throughput_hi:
         return []
     return [Finding(WARNING, "within-noise", f"its throughput interval overlaps its baseline's ({base.label}): "
                     f"the speedup {p.speedup:.2f} is not distinguishable from no change", "more steps or repeats",
                     "the samples/s (95% CI) of both points", subject=ctx.name)]
+
+
+def _by_throughput(points: list) -> dict:
+    """(throughput, world size) -> the first point with an interval: a point's baseline, found in O(1)."""
+    out: dict = {}
+    for a in points:
+        if a.throughput_lo is not None:
+            out.setdefault((a.throughput, a.world_size), a)
+    return out
 
 
 def communication(ctx: Context) -> list[Finding]:
