@@ -161,14 +161,14 @@ def check_python() -> list[Finding]:
 
 
 def check_scanner() -> Finding:
-    """The parser's C scanner: without it `hpcbench parse` reads big NCCL logs 3.5x slower."""
+    """The parser's C scanner: without it `hpcbench parse` reads big NCCL logs about 3x slower (benchmarks/parse_speed.py)."""
     from hpcbench.parse import fastpath
 
     if fastpath._scan is not None:
         return Finding(OK, "log scanner", f"C scanner built ({Path(fastpath._scan.__file__).name})")
     why = ("switched off by HPCBENCH_PARSE_C=0" if os.environ.get(fastpath.C_ENV) == "0"
            else "not built: no C compiler or Python headers where hpcbench was installed, or an older build")
-    return Finding(WARNING, "log scanner", f"{why}; big logs are read 3.5x slower",
+    return Finding(WARNING, "log scanner", f"{why}; big logs are read about 3x slower",
                    f"install gcc and the Python headers, then install hpcbench again: {sys.executable} -m pip install -e CHECKOUT")
 
 
