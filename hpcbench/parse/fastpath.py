@@ -128,7 +128,7 @@ class Known:
         if self._dirty and self.hosts:
             self._dirty = False
             # [0-9], not \d: several times faster on bytes
-            hosts = trie(self.hosts) + rb":[0-9]"
+            hosts = hostwin.trie(self.hosts) + rb":[0-9]"
             plain = _tags(self.tags) + (_TS if self.stamped else b"") + hosts
             if self.tags:  # an mpirun tag in the middle: two ranks' output on one line, which the line path splits
                 plain += rb"(?![^\n]*\]<std)"
@@ -177,31 +177,6 @@ def _tags(tags: set[bytes]) -> bytes:
     alts = [(rb"\[" + f.encode() + rb",[0-9]+\]" if f else rb"\[[0-9]+\]") + rb"<std(?:out|err)>:"
             for f in sorted(forms, key=str)]
     return b"(?:" + b"|".join(alts) + b")?"
-
-
-def trie(words: set[bytes]) -> bytes:
-    """A regex for exactly ``words``, as a trie whose branches that end alike are one character class
-    ("gpu-node-0[0-9][0-9]"): the engine tries alternatives one by one, so a flat alternation of 1024 host
-    names costs 1024 tries per line, this about one per character."""
-    root: dict = {}
-    for w in words:
-        node = root
-        for c in w:
-            node = node.setdefault(c, {})
-        node[None] = {}
-
-    def emit(node: dict) -> bytes:
-        tails: dict[bytes, list[int]] = {}
-        for c, sub in node.items():
-            if c is not None:
-                tails.setdefault(emit(sub), []).append(c)
-        alts = [(re.escape(bytes(cs)) if len(cs) == 1 else b"[" + b"".join(re.escape(bytes([c])) for c in sorted(cs)) + b"]")
-                + tail for tail, cs in sorted(tails.items())]
-        if None in node:
-            alts.append(b"")  # last: a longer name is tried first
-        return alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
-
-    return emit(root)
 
 
 Windows = tuple[int, list[tuple[int, int]], list[int]]  # width, runs and tail of a span (_scan.c)

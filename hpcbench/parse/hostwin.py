@@ -1,4 +1,5 @@
 """Which lines of a span do not start with a known host: the fast path's host test, done in numpy.
+The known hosts' regex is built here too (``trie``).
 
 A line starts with a known host when its first ``width`` bytes (its window) match ``host:[0-9]`` for a
 host already read; nothing after those bytes changes that. Consecutive lines share their window far more
@@ -84,3 +85,28 @@ def _unmatched(wins: list[bytes], window: re.Pattern[bytes], good: set[bytes]) -
             continue
         bad.append(k)
     return bad
+
+
+def trie(words: set[bytes]) -> bytes:
+    """A regex for exactly ``words``, as a trie whose branches that end alike are one character class
+    ("gpu-node-0[0-9][0-9]"): the engine tries alternatives one by one, so a flat alternation of 1024 host
+    names costs 1024 tries per line, this about one per character."""
+    root: dict = {}
+    for w in words:
+        node = root
+        for c in w:
+            node = node.setdefault(c, {})
+        node[None] = {}
+
+    def emit(node: dict) -> bytes:
+        tails: dict[bytes, list[int]] = {}
+        for c, sub in node.items():
+            if c is not None:
+                tails.setdefault(emit(sub), []).append(c)
+        alts = [(re.escape(bytes(cs)) if len(cs) == 1 else b"[" + b"".join(re.escape(bytes([c])) for c in sorted(cs)) + b"]")
+                + tail for tail, cs in sorted(tails.items())]
+        if None in node:
+            alts.append(b"")  # last: a longer name is tried first
+        return alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
+
+    return emit(root)
