@@ -647,12 +647,6 @@ static PyObject *dominated(PyObject *Py_UNUSED(mod), PyObject *args) {
 
 static Py_ssize_t Messages_len(Messages *self) { return (Py_ssize_t)(self->msgs.used + self->inits.used); }
 
-static PyObject *Messages_clear(Messages *self, PyObject *Py_UNUSED(ignored)) {
-    set_clear(&self->msgs);
-    set_clear(&self->inits);
-    Py_RETURN_NONE;
-}
-
 static PyObject *Messages_rollback(Messages *self, PyObject *Py_UNUSED(ignored)) {
     set_rollback(&self->msgs);
     Py_RETURN_NONE;
@@ -692,7 +686,6 @@ static PyMethodDef Messages_methods[] = {
     {"add_inits", (PyCFunction)Messages_add_inits, METH_O,
      "add_inits(messages): init lines read, which scan hands back no more, nor any that differs from one of "
      "them only in the digits of its 0x numbers (its comm pointer and id: the rank and nranks are the same)"},
-    {"clear", (PyCFunction)Messages_clear, METH_NOARGS, "forget every message"},
     {NULL}};
 
 static PySequenceMethods Messages_seq = {.sq_length = (lenfunc)Messages_len};

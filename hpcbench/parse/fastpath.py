@@ -159,7 +159,6 @@ class Known:
         ends = [buf.find(b"\n", s, last) for s in starts[:most]]
         return [(s, last if e < 0 else e) for s, e in zip(starts, ends)]
 
-
     def _good(self) -> object | None:
         """``good`` for the C scanner, which skips the runs of windows in it: a set made before the pure
         path was chosen (a test's) is not one."""

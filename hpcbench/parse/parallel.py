@@ -29,8 +29,8 @@ _fd = -1
 
 def jobs() -> int:
     """Worker processes: HPCBENCH_PARSE_JOBS; else one where the C scanner is built (its pass is a third
-    of the time, and the line path, which stays in this process, the most: 2 workers took 0.74 s for the
-    benchmark's 1 GB log, one process 0.62 s); else the CPUs that are idle, at most 2 (each holds ~50 MB
+    of the time, and the line path, which stays in this process, the most: 2 workers took 0.62 s for the
+    benchmark's 1 GB log, one process 0.61 s, with 3x the memory); else the CPUs that are idle, at most 2 (each holds ~50 MB
     resident, and all of them together stay within the 200 MB goal). On a busy machine workers gain no
     time and cost some (each reads its first chunks' messages as new)."""
     mp = sys.modules.get("multiprocessing")  # imported when a pool is started (5 ms, which most files skip)
