@@ -330,3 +330,14 @@ def test_real_logs_roce_apart_from_ib_and_ib_disabled():
     assert env.evidence.startswith(f"{off}:1: ") and "NCCL_IB_DISABLE set by environment to 1" in env.evidence
     on = "nccl_ib-ibdisable0-env-ibhca_53.log"  # NCCL_IB_DISABLE=0: IB stays on, nothing to say
     assert "nccl-env" not in rules_of(LOGS / on)[on]
+
+
+def test_a_lagging_rank_that_shares_cores_unbound_is_told_as_shared_cores(tmp_path):
+    """Unbound ranks on one CPU set: the kernel moves them, one lags, and the fix is to bind them; the same
+    lag with each rank on its own cores is a straggler to look for on that node."""
+    slow = {"rank_compute_s": [0.3, 0.9]}
+    unbound = _run_with(tmp_path / "a", [_prov(0, "h1", [0, 1]), _prov(1, "h1", [0, 1])], **slow)
+    assert "shared-cores" in unbound and "straggler" not in unbound
+    bound = _run_with(tmp_path / "b", [_prov(0, "h1", [0], "slurm cores", True), _prov(1, "h1", [1], "slurm cores", True)],
+                      **slow)
+    assert "rank 1 on node1 takes 900.0 ms per compute" in bound["straggler"].claim and "shared-cores" not in bound

@@ -36,11 +36,16 @@ def binding(ctx: Context) -> list[Finding]:
                            "(srun --cpu-bind, mpirun --bind-to) and cpus_per_task; a wrapper that calls taskset "
                            "or numactl overrides them", f"provenance-rank{d.get('rank', 0)}.json affinity",
                            subject=ctx.name))
+    per_host = _per_host(ctx)
+    return out + [f for host, docs in sorted(per_host.items()) for f in _shared(ctx, host, docs)] + \
+        _nccl_affinity(ctx, per_host)
+
+
+def _per_host(ctx: Context) -> dict[str, list[dict[str, Any]]]:
     per_host: dict[str, list[dict[str, Any]]] = {}
     for d in ctx.provenance:
         per_host.setdefault(str(d.get("hostname")), []).append(d)
-    return out + [f for host, docs in sorted(per_host.items()) for f in _shared(ctx, host, docs)] + \
-        _nccl_affinity(ctx, per_host)
+    return per_host
 
 
 def _threads(doc: dict[str, Any]) -> int:
@@ -50,10 +55,9 @@ def _threads(doc: dict[str, Any]) -> int:
     return int(value) if value.isdigit() else 1
 
 
-def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding]:
-    """Ranks of a host on one and the same CPU set: unbound, or with more threads than the set has CPUs
-    (two Slurm nodes on one host each give their rank CPU 0). A socket binding that gives two ranks the
-    two cores of their socket is by design, and silent."""
+def _sharing(docs: list[dict[str, Any]]) -> list[tuple[frozenset[int], list[dict[str, Any]], bool, int]]:
+    """(CPU set, its ranks, whether they are unbound, their threads) for each set that ranks of one host
+    share, unbound or with more threads than CPUs."""
     groups: dict[frozenset[int], list[dict[str, Any]]] = {}
     for d in docs:
         groups.setdefault(frozenset((d.get("affinity") or {}).get("cpus") or []), []).append(d)
@@ -63,8 +67,23 @@ def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding
             continue
         unbound = all(str((d.get("affinity") or {}).get("requested") or "none").endswith("none") for d in ranks)
         threads = sum(_threads(d) for d in ranks)
-        if not unbound and threads <= len(cpus):
-            continue
+        if unbound or threads > len(cpus):
+            out.append((cpus, ranks, unbound, threads))
+    return out
+
+
+def _unbound_sharing(ctx: Context) -> set[int]:
+    """Ranks that share their host's CPUs unbound: the kernel moves them, and one lags when it is moved."""
+    return {d.get("rank") for docs in _per_host(ctx).values() for _, ranks, unbound, _ in _sharing(docs) if unbound
+            for d in ranks}
+
+
+def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding]:
+    """Ranks of a host on one and the same CPU set: unbound, or with more threads than the set has CPUs
+    (two Slurm nodes on one host each give their rank CPU 0). A socket binding that gives two ranks the
+    two cores of their socket is by design, and silent."""
+    out = []
+    for cpus, ranks, unbound, threads in _sharing(docs):
         listed = _cpu_list(sorted(cpus))
         claim = (f"{len(ranks)} ranks on {host} are not bound: the kernel moves them between cores and sockets "
                  f"(all on CPUs {listed})") if unbound else \
@@ -211,6 +230,8 @@ def straggler(ctx: Context) -> list[Finding]:
     cost = min(over / rec.mean_step_time_s, 1.0) if rec.mean_step_time_s else None
     if cost is not None and cost < STRAGGLER_COST:
         return []
+    if worst in _unbound_sharing(ctx):
+        return []  # the shared-cores finding names the cause and its fix (bind them), not "look at that node"
     what = "compute" if own else "step"
     return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {times[worst] * 1e3:.1f} ms per {what}, the "
                     f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it",
