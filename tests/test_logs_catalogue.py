@@ -1,4 +1,4 @@
-"""One test per shape of hpcbench/parse/catalogue.json: its format string, filled with its arguments and
+"""One test per shape of tests/data/catalogue.json: its format string, filled with its arguments and
 printed after the prefix of its release, gives the facts the catalogue says it feeds, by the line path and
 by the fast path; a shape that feeds none adds no fact."""
 
@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from catalogue_lines import BY_ID, render, text
+from catalogue_lines import BY_ID, render, shapes, text
 
 from hpcbench.parse import fastpath, parse_file, scan
-from hpcbench.parse.catalogue import shapes
 
 SHAPES = shapes()
 FIELDS = ("id", "tool", "fact", "format", "since", "until", "source", "feeds", "printed_as", "args", "expect", "example", "notes")

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 
-from catalogue_lines import text
+from catalogue_lines import shapes, text
 from conftest import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpcbench.parse import parse_file
-from hpcbench.parse.catalogue import shapes
 
 LOGS = sorted((DATA / "logs").glob("*.log"))
 SHAPE_TEXTS = [text(s).encode() for s in shapes()]  # each shape's lines, as its release prints them

@@ -14,7 +14,7 @@ from hpcbench.parse.prefixes import Line
 from hpcbench.vocab import LINK_LAYERS, NET_IB, NET_ROCE, NET_SOCKET
 
 VERSION = re.compile(r"[NR]CCL version (?:: )?(\S+)")  # NCCL 1.x-2.30; RCCL "version X" and "version : X"
-# The INFO messages that can carry a fact, by how they start (catalogue.json names the shapes). The line
+# The INFO messages that can carry a fact, by how they start (tests/data/catalogue.json names the shapes). The line
 # path reads facts only from these, and the fast path hands on only these, so both read the same lines.
 # Literal starts, '#' a digit: the C scanner (_scan.c) tests them as they are, the regex is made from them.
 FACT_PREFIXES = ("NCCL version", "RCCL version", "Using ", "NET/", "NET :", "Bootstrap", "Channel", "Ring", "Coll",

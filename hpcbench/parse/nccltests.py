@@ -1,5 +1,5 @@
 """nccl-tests (and rccl-tests, and hpcbench's own allreduce) result tables, every layout since v1.0.0
-(catalogue.json, tool "nccl-tests" and "rccl-tests").
+(tests/data/catalogue.json, tool "nccl-tests" and "rccl-tests").
 
 Handles: headers with or without ``redop``/``root``; ``#wrong``, ``error`` and v1.0.0's ``res`` (its times
 are in ms); per-iteration columns (v2.19.2+), a trailing time stamp (v2.17.6+), rccl-tests' in-place-only

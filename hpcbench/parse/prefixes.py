@@ -4,7 +4,7 @@ NCCL ``host:pid:tid [dev]`` prefix from its message.
 Real logs reach us through mpirun, srun -l, pdsh, Ray, torchrun, TorchX, Python logging, CloudWatch and
 terminal pastes; each adds its own label in front of what the program printed. Only the NCCL prefix
 names a host: launcher labels, IPs and prompts never do. The prefix grammar of every release is in
-catalogue.json (ids ``prefix-*``): NCCL 2.3-2.30 print ``host:pid:tid [dev] NCCL INFO`` (WARN adds
+tests/data/catalogue.json (ids ``prefix-*``): NCCL 2.3-2.30 print ``host:pid:tid [dev] NCCL INFO`` (WARN adds
 ``file:line``, 2.30.7 ``file:line (func)``, TRACE a time, CALL no device), releases before 2.3 print
 the same prefix without the ``NCCL`` tag.
 """
