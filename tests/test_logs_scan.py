@@ -1,5 +1,6 @@
 """The C scanner (hpcbench/parse/_scan.c) does what the pure-Python passes of fastpath.py do: it finds the
-messages fastpath.MSG finds, the heads and tail of the lines' windows as hostwin.py does, refuses the
+messages fastpath.MSG finds, the lines whose prefix known.TAIL refuses, the heads and tail of the lines'
+windows that known.unknown_from_runs tests, refuses the
 bytes ``fastpath.plain`` refuses, samples like ``nccl_dominated``; its set of messages keeps what it
 should, takes back a refused span's, and skips a rank's init line of another communicator only when it
 differs from one read in its 0x numbers alone."""
@@ -17,7 +18,7 @@ from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcbench.parse import fastpath, nccl
+from hpcbench.parse import fastpath, known, nccl
 
 _scan = fastpath._scan
 MSG_START = re.compile(rb"NCCL INFO[ \t]")
@@ -26,6 +27,7 @@ MSG_START = re.compile(rb"NCCL INFO[ \t]")
 # messages that carry a fact, init lines that differ in their 0x numbers or their ranks, chatter, bytes
 # the line path cleans, and noise.
 PIECES = [b"gpu-node-007:12:34 [0] ", b"gpu-node-017:9:9 [3] ", b"s4:1:1 [1] ", b"[1,0]<stdout>:", b"NCCL INFO ",
+          b"gpu-node-007:12:", b"s4:1:1 ", b"[0] ", b"s4:1", b"INFO ", b"misc/socket.cc:484 ",
           b"NCCL INFO\t", b"NCCL WARN ", b"NCCL  INFO ", b"NCCL INFO", b"NCCL ", b"N", b"NCC", b"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
           b"Using network IB", b"NET/IB : Using [0]mlx5_0:1/IB", b"Connected all rings", b"16 coll channels",
           b"rank 3 nranks 8", b"comm 0x55d0a rank 3 nranks 8 cudaDev 3 - Init COMPLETE",
@@ -48,20 +50,25 @@ def _volatile(msg: bytes) -> bool:
     return MSG_START.match(msg) is not None and msg[10:].startswith(tuple(VOLATILES))
 
 
-def _expected(buf: bytes, first: int, last: int, seen: set[bytes]) -> tuple[list, list, list]:
+def _expected(buf: bytes, first: int, last: int, seen: set[bytes], width: int) -> tuple[list, list, list]:
     """found, warns and odd lines as fastpath's regexes give them; ``seen``: messages read before, which it
-    adds to. A line with no NCCL tag or two is odd, and its message is not looked at."""
-    found, warns, odd = [], [], []
+    adds to. A line with no NCCL tag or two is odd, and its message is not looked at; so is one whose prefix
+    is not plain (with a width, nothing but its host before the tail), but its message is looked at."""
+    found, warns, odd, two = [], [], [], []
+    plain = re.compile((rb"[^:\n]*" if width else rb"[^\n]*?") + known.TAIL)
     starts = [first + 1] + [i + 1 for i in range(first + 1, last) if buf[i] == 10]
     for s in starts:
         e = buf.find(b"\n", s, last)
-        if _tags(buf[s:last if e < 0 else e]) != 1:
+        line = buf[s:last if e < 0 else e]
+        if _tags(line) != 1 or not plain.match(line):
             odd.append((s, last if e < 0 else e))
+        if _tags(line) != 1:
+            two.append(odd[-1])
     for m in fastpath.MSG.finditer(buf, first + 1, last):
         msg = m.group(0)
         s = buf.rfind(b"\n", 0, m.start()) + 1
         e = buf.find(b"\n", m.end(), last)
-        if (s, last if e < 0 else e) in odd:
+        if (s, last if e < 0 else e) in two:
             continue
         if msg.startswith(b"NCCL WARN"):
             warns.append(msg)
@@ -117,10 +124,9 @@ def test_scan_finds_what_the_regexes_find(spans, width, good_starts):
             assert got is None
             continue
         found, warns, runs, tail, odd = got
-        assert (found, warns, odd) == _expected(buf, first, last, seen)
+        assert (found, warns, odd) == _expected(buf, first, last, seen, width)
         if width:
             assert (runs, tail) == _windows(buf, first, last, width, good)
-            assert _scan.windows(buf, first, last, width, strings) == (runs, tail)
         else:
             assert runs == tail == []
 
@@ -218,10 +224,8 @@ def test_bad_arguments_raise_not_crash():
         m.add_inits([b"x", "not bytes"])
     with pytest.raises(ValueError):
         _scan.Messages(FACTS, VOLATILES, 0, 10)
-    with pytest.raises(ValueError):
-        _scan.windows(b"a\nb\n", 0, 3, 0)
     with pytest.raises(TypeError):
-        _scan.windows(b"a\nb\n", 0, 3, 1, {b"a"})  # a Strings, not a set
+        m.scan(b"a\nb\n", 0, 4, 0, 3, 1, {b"a"})  # a Strings, not a set
     s = _scan.Strings(2, 100)
     s.add(b"ab")
     assert b"ab" in s and b"a" not in s and "ab" not in s and len(s) == 1
@@ -243,8 +247,6 @@ def test_any_bytes_and_bounds_never_crash(data, draw):
         return
     got = m.scan(data, lo, hi, first, last, width, _scan.Strings(10, 1000))
     assert got is None or len(got) == 5
-    if width:
-        assert len(_scan.windows(data, first, last, width)) == 2
     assert _scan.dominated(data, lo, hi) in (True, False)
 
 
@@ -274,30 +276,3 @@ def test_the_portable_build_scans_alike(portable, spans, width):
         buf, first, last = _span(lines)
         if first != last:
             assert ours.scan(buf, 0, len(buf), first, last, width) == theirs.scan(buf, 0, len(buf), first, last, width)
-
-
-# A late line of the benchmark's log, rewritten as logs nobody here has seen may print it: the C scanner
-# hands on every line with no NCCL tag or two, so the fast path reads what the line path reads (the pure
-# passes do not look for these: README, known gaps).
-ODD_LINES = {
-    "a second prefix glued on, of a host seen nowhere else": (
-        b"gpu-node-002:1:1 [0] NCCL INFO gpu-node-0zz:2:2 [1] NCCL INFO AllReduce: opCount 1 count 1",
-        lambda n: "gpu-node-0zz" in n["hosts"]),
-    "a bare pre-2.3 INFO line of a known host, with a transport seen nowhere else": (
-        b"gpu-node-002:3:4 [1] INFO Ring 00 : 17[1] -> 18[2] via P2P/CUMEM",
-        lambda n: "P2P/CUMEM" in n["transports"]),
-}
-
-
-@pytest.mark.parametrize("case", sorted(ODD_LINES))
-def test_lines_with_no_nccl_tag_or_two_are_read(tmp_path, monkeypatch, case):
-    from test_logs_fastpath import _bench_log, _fast_and_line
-
-    line, shows = ODD_LINES[case]
-    data = _bench_log(tmp_path / "bench.log")
-    at = data.index(b"\n", data.index(b"AllReduce", int(len(data) * 0.9))) + 1  # after a chatter line
-    p = tmp_path / "odd.log"
-    p.write_bytes(data[:at] + line + b"\n" + data[at:])
-    fast, slow, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
-    assert taken >= 10 and shows(slow["nccl"])
-    assert fast == slow

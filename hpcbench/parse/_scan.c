@@ -3,9 +3,10 @@
  *
  * Per line of buf[first+1 .. last] (the lines after the newline at `first`):
  *   - its window (its first `width` bytes): runs of lines that share one, whose window the host regex has
- *     not matched before, are handed back for Python to test (hostwin.py does the same with numpy);
+ *     not matched before, are handed back for Python to test (known.unknown_from_runs);
  *   - a line with no "NCCL " tag (a bare pre-2.3 INFO line of a known host?) or more than one (a second
  *     prefix glued on, whose host the line path reads?) is handed back whole, its message not looked at;
+ *     so is a line whose prefix is not plain (known.py's TAIL; plain_line), its message looked at;
  *   - else its message, as fastpath.MSG finds it: "NCCL INFO" + blank + a fact-carrying start, or
  *     "NCCL WARN" + blank, to the end of the line. A message not read before is added to the set and
  *     handed back with its line's bounds; a message with a "volatile" start (init lines, which differ per
@@ -21,7 +22,7 @@
 #include <limits.h>
 #include <string.h>
 
-#define ABI 1 /* fastpath.py refuses a build of another version (a stale in-place build) */
+#define ABI 2 /* fastpath.py refuses a build of another version (a stale in-place build) */
 #define NPREFIX 64
 
 typedef struct {
@@ -280,6 +281,38 @@ static int kind_at(const Messages *m, const char *q, const char *e) {
     return memcmp(q + 5, "WARN", 4) == 0 ? 2 : 0;
 }
 
+static int digits_before(const char *s, const char **p) {
+    const char *d = *p;
+    while (*p > s && (*p)[-1] >= '0' && (*p)[-1] <= '9') --*p;
+    return *p < d;
+}
+
+static int host_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '*' || c == '-'; }
+
+/* Whether the line [s, end), whose one "NCCL " tag is at q, is plain after its host, as known.TAIL reads
+ * it: ":pid:tid [dev] NCCL INFO|WARN" and a blank, its message not starting with "host:pid:tid " (which
+ * the line path reads as a second prefix). `bare`: the line starts with its host (no launcher tag or time
+ * stamp), so no ':' may come before ":pid". */
+static int plain_line(const char *s, const char *q, const char *end, int bare) {
+    if (end - q < 10 || (q[9] != ' ' && q[9] != '\t') || (memcmp(q + 5, "INFO", 4) && memcmp(q + 5, "WARN", 4)))
+        return 0;
+    const char *p = q;
+    if (p - s < 2 || p[-1] != ' ' || p[-2] != ']') return 0;
+    p -= 2;
+    if (!digits_before(s, &p) || p == s || *--p != '[' || p == s || *--p != ' ') return 0;
+    for (int k = 0; k < 2; k++)
+        if (!digits_before(s, &p) || p == s || *--p != ':') return 0;
+    if (bare && memchr(s, ':', (size_t)(p - s))) return 0;
+    const char *m = q + 10;
+    if (m == end || !isalnum((unsigned char)*m)) return 1;
+    while (m < end && host_char(*m)) m++;
+    for (int k = 0; k < 2; k++) {
+        if (m == end || *m++ != ':' || m == end || *m < '0' || *m > '9') return 1;
+        while (m < end && *m >= '0' && *m <= '9') m++;
+    }
+    return m == end || *m != ' ';
+}
+
 static int load_prefixes(PyObject *seq, Prefix *out, int *k, PyObject *keep) {
     PyObject *fast = PySequence_Fast(seq, "prefixes: a sequence of bytes");
     if (!fast) return -1;
@@ -357,7 +390,7 @@ static int bounds(Py_buffer *v, Py_ssize_t first, Py_ssize_t last) {
     return 0;
 }
 
-/* Strings(max_entries, max_bytes): a set of byte strings; fastpath.Known keeps the windows its regex
+/* Strings(max_entries, max_bytes): a set of byte strings; known.Known keeps the windows its regex
  * matched in one, so that scan hands back only the runs of lines whose window it has not matched. */
 typedef struct {
     PyObject_HEAD
@@ -366,7 +399,7 @@ typedef struct {
 
 /* The lines' windows (first `width` bytes): consecutive lines that share one are a run; runs (start, end)
  * whose window is not in `good` are handed back, and the starts of lines too near the buffer's end to have
- * a window (tail). As hostwin.py does with numpy, except for the good windows, which it tests itself. */
+ * a window (tail). known.unknown_from_runs tests their windows. */
 typedef struct {
     const char *b;
     Py_ssize_t len, width, prev, start;
@@ -552,6 +585,7 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
             if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
             continue;
         }
+        if (!plain_line(b + s, msg, end, width > 0) && append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
         if (!kind) continue;
         q = msg;
         size_t n = (size_t)(end - q);
@@ -578,28 +612,6 @@ done:
     Py_XDECREF(found);
     Py_XDECREF(warns);
     Py_XDECREF(odd);
-    win_free(&w);
-    PyBuffer_Release(&v);
-    return out;
-}
-
-static PyObject *windows(PyObject *Py_UNUSED(mod), PyObject *args) {
-    Py_buffer v;
-    Py_ssize_t first, last, width;
-    PyObject *good = Py_None, *out = NULL;
-    if (!PyArg_ParseTuple(args, "y*nnn|O", &v, &first, &last, &width, &good)) return NULL;
-    Win w = {0};
-    if (width < 1) PyErr_SetString(PyExc_ValueError, "width: from 1");
-    if (width < 1 || bounds(&v, first, last) < 0 || win_start(&w, v.buf, v.len, width, good) < 0) goto done;
-    for (Py_ssize_t pos = first; pos < last;) {
-        Py_ssize_t s = pos + 1;
-        const char *nl = memchr((const char *)v.buf + s, '\n', (size_t)(last - s));
-        pos = nl ? nl - (const char *)v.buf : last;
-        if (win_line(&w, s) < 0) goto done;
-    }
-    if (win_close(&w, last + 1) < 0) goto done;
-    out = PyTuple_Pack(2, w.runs, w.tail);
-done:
     win_free(&w);
     PyBuffer_Release(&v);
     return out;
@@ -680,7 +692,8 @@ static PyMethodDef Messages_methods[] = {
      "volatile ones unlike the init lines given), in file order; warns, every WARN message; runs, [(start, "
      "end)] of runs of lines that share their first `width` bytes, a window not in `good` (a Strings); tail, "
      "starts of lines too near the buffer's end to have a window (no runs and no tail when width is 0); odd, "
-     "[(start, end)] of lines with no 'NCCL ' tag or more than one (their messages are not looked at)"},
+     "[(start, end)] of lines with no 'NCCL ' tag or more than one (their messages are not looked at), or "
+     "whose prefix is not plain (known.TAIL; with a width, no ':' before ':pid')"},
     {"rollback", (PyCFunction)Messages_rollback, METH_NOARGS,
      "forget the messages the last scan added (its span went to the line path after all)"},
     {"add_inits", (PyCFunction)Messages_add_inits, METH_O,
@@ -760,8 +773,6 @@ static PyTypeObject StringsType = {
 
 static PyMethodDef module_methods[] = {
     {"dominated", dominated, METH_VARARGS, "dominated(buf, lo, hi) -> fastpath.nccl_dominated's answer"},
-    {"windows", windows, METH_VARARGS,
-     "windows(buf, first, last, width, good=None) -> (runs, tail), as Messages.scan gives them"},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, module_methods};

@@ -3,19 +3,20 @@ messages already read and of the hosts and launcher tags already known, so it ru
 process or in a worker process alike.
 
 It gives the line path the same facts by handing it every line that could add one:
-- every line that is not a plain NCCL INFO line of a known host (an unknown host or tag, a WARN, another
-  prefix form, a table row, Horovod's /sec lines, records, prose), found by one regex pass; with the C
-  scanner also every line with no "NCCL " tag or more than one (a bare pre-2.3 line of a known host, a
-  second prefix glued on), which the pure passes would need another pass over every line to find;
-- the first line of each INFO message that can carry a fact (nccl.FACT_STARTS) and was not read before: a
-  1024-rank job repeats the same edge lines for every communicator.
-A plain INFO line of a known host whose message carries no fact, or was read before, adds nothing.
+- every line that is not a plain NCCL line of a known host (known.py: an unknown host or tag, a malformed
+  or pre-2.3 prefix, a second prefix glued on, a table row, Horovod's /sec lines, records, prose), and
+  every line with no "NCCL " tag or more than one, whose message is not looked at;
+- the first line of each INFO message that can carry a fact (nccl.FACT_STARTS) and was not read before,
+  a line's message being the text from its one tag: a 1024-rank job repeats the same edge lines for every
+  communicator.
+A plain line of a known host whose message carries no fact, or was read before, adds nothing.
 Spans where a line could be the rest of a hard-wrapped one, or that hold non-ASCII or control bytes
 (which the line path cleans), are left to the line path.
 
-The passes over every line (each line's host, each message and whether it was read before) are done by
-the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets (and
-numpy for the hosts, hostwin.py), about 3x slower. Both hand on the same lines (tests/test_logs_scan.py).
+The passes over every line (each line's prefix, each message and whether it was read before) are done by
+the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets, about
+3x slower. Both hand on the same lines (tests/test_logs_scan.py, test_logs_known.py), so the facts never
+depend on the engine (tests/test_logs_fastpath.py compares their JSON).
 """
 
 from __future__ import annotations
@@ -24,18 +25,18 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import filterfalse, islice
+from itertools import filterfalse
 
-from hpcbench.parse import hostwin
+from hpcbench.parse.known import GOOD_MAX, Known, Windows
 from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
-from hpcbench.parse.prefixes import HOST, MPI_TAG, TAG, TS, continues
+from hpcbench.parse.prefixes import continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
     from hpcbench.parse import _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None
-if _scan is not None and (getattr(_scan, "ABI", None) != 1 or os.environ.get(C_ENV) == "0"):
+if _scan is not None and (getattr(_scan, "ABI", None) != 2 or os.environ.get(C_ENV) == "0"):
     _scan = None  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
@@ -49,21 +50,7 @@ MSG = re.compile(rb"NCCL (?:INFO[ \t](?:" + FACT_STARTS.encode() + rb")|WARN[ \t
 # messages joined by newlines, so it has a literal prefix.
 _INIT = re.compile(rb"\n(NCCL INFO[ \t]" + INIT_MSG.encode() + rb"[^\n]*)")
 _WARN_KEY = re.compile(rb"NCCL WARN[ \t][^\n]*")
-# A line of a known host: optional launcher tag and ISO time stamp (clean() peels both alike), the host, a
-# colon and a digit. Its facts are its host (known) and its message, which MSG finds: any NCCL level and
-# prefix form is fine. (Lines before NCCL 2.3 have no "NCCL" tag, so a chunk of them is never
-# NCCL-dominated.)
-
-
-def _bytes_pattern(pattern: str) -> bytes:
-    """prefixes' pattern for the byte regexes here: [0-9] for \\d (several times faster on bytes), no groups."""
-    return re.sub(r"\((?!\?)", "(?:", pattern.replace(r"\d", "[0-9]")).encode()
-
-
-_TAG = _bytes_pattern(TAG)
-_TS = b"(?:" + _bytes_pattern(TS) + rb"[ \t]+)?"
-PLAIN = re.compile(rb"(?P<tag>" + _TAG + rb")?(?P<ts>" + _TS + rb")(?P<host>" + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
-_HOST_LINE = re.compile(rb"\n(?:" + _TAG + rb")?" + _TS + rb"(" + HOST.encode() + rb"):[0-9]+:[0-9]+ ")
+_TWO_TAGS = re.compile(rb"NCCL [^\n]*NCCL ")
 _UNSAFE = (b"\x1b", b"\r", b"\x00")  # the line path strips ANSI codes, CRs and NULs (prefixes.decode)
 
 
@@ -85,101 +72,6 @@ def compiled_messages() -> object | None:
     return _scan.Messages([p.encode() for p in FACT_PREFIXES], [p.encode() for p in INIT_STARTS], SEEN_MAX, SEEN_BYTES)
 
 
-@dataclass
-class Known:
-    """Hosts (as printed in prefixes) and launcher tags of lines already handed on. A plain line of a known
-    host with a known tag tells the line path nothing new; ``other`` finds every line that is not one."""
-
-    hosts: set[bytes] = field(default_factory=set)
-    tags: set[bytes] = field(default_factory=set)
-    stamped: bool = False  # lines start with an ISO time stamp (kubectl --timestamps)
-    other: re.Pattern[bytes] = re.compile(rb"\n([^\n]*)")
-    window: re.Pattern[bytes] | None = None  # with no tag or time stamp: a known host, ':' and a digit
-    width: int = 0  # bytes of a line that ``window`` needs
-    # first bytes of lines that ``window`` matched; in C where the scanner is built (it skips them itself)
-    good: set[bytes] = field(default_factory=lambda: set() if _scan is None else _scan.Strings(hostwin.GOOD_MAX, 64 << 20))
-    _dirty: bool = False
-
-    def learn(self, line: bytes) -> None:
-        m = PLAIN.match(line)
-        if m is None:
-            return
-        if m["host"] not in self.hosts:
-            self.hosts.add(m["host"])
-            self._dirty = True
-        if m["tag"] and m["tag"] not in self.tags:
-            self.tags.add(m["tag"])
-            self._dirty = True
-        if m["ts"] and not self.stamped:
-            self.stamped = self._dirty = True
-
-    def newcomers(self, buf: bytes, lo: int, hi: int) -> list[tuple[int, int]]:
-        """(start, end) of the first line of each host of ``buf[lo:hi]`` not known yet, which it learns."""
-        out, new = [], set()
-        for m in _HOST_LINE.finditer(buf, lo, hi):
-            if m.group(1) not in self.hosts and m.group(1) not in new:
-                new.add(m.group(1))
-                end = buf.find(b"\n", m.end(), hi)
-                out.append((m.start() + 1, hi if end < 0 else end))
-                self.learn(buf[out[-1][0]:out[-1][1]])
-        return out
-
-    def compiled(self) -> re.Pattern[bytes]:
-        if self._dirty and self.hosts:
-            self._dirty = False
-            # [0-9], not \d: several times faster on bytes
-            hosts = hostwin.trie(self.hosts) + rb":[0-9]"
-            plain = _tags(self.tags) + (_TS if self.stamped else b"") + hosts
-            if self.tags:  # an mpirun tag in the middle: two ranks' output on one line, which the line path splits
-                plain += rb"(?![^\n]*\]<std)"
-            self.other = re.compile(rb"\n(?!" + plain + rb")([^\n]*)")
-            if plain == hosts:  # no tag, no time stamp: a line's first bytes decide (hostwin.py)
-                self.window, self.width = re.compile(hosts), max(map(len, self.hosts)) + 2
-                self.good.clear()
-            else:
-                self.window, self.width = None, 0
-        return self.other
-
-    def unknown_lines(self, buf: bytes, first: int, last: int, most: int, windows: Windows | None = None
-                      ) -> list[tuple[int, int]]:
-        """(start, end) of the lines after a newline of ``buf[first:last]`` that are not plain lines of a
-        known host, at most ``most`` of them. ``windows``: the C scanner's runs of this span, if it has
-        them for the current width."""
-        other = self.compiled()
-        starts = None
-        if self.window is not None:
-            if (windows is None or windows[0] != self.width) and _scan is not None:
-                windows = (self.width, *_scan.windows(buf, first, last, self.width, self._good()))
-            if windows is not None and windows[0] == self.width:
-                starts = hostwin.unknown_from_runs(buf, last, windows[1], windows[2], self.window, self.width, self.good)
-            else:
-                starts = hostwin.unknown_starts(buf, first, last, self.window, self.width, self.good)
-        if starts is None:
-            return [(m.start() + 1, m.end()) for m in islice(other.finditer(buf, first, last), most)]
-        ends = [buf.find(b"\n", s, last) for s in starts[:most]]
-        return [(s, last if e < 0 else e) for s, e in zip(starts, ends)]
-
-    def _good(self) -> object | None:
-        """``good`` for the C scanner, which skips the runs of windows in it: a set made before the pure
-        path was chosen (a test's) is not one."""
-        return self.good if _scan is not None and isinstance(self.good, _scan.Strings) else None
-
-
-def _tags(tags: set[bytes]) -> bytes:
-    """Tags that change nothing: with no tag or one, only those; once two tags of a form ("[1,N]<stdout>:",
-    "[N]<stdout>:") are known, launcher_prefix says the form, so any tag of it."""
-    if not tags:
-        return b""
-    if len(tags) == 1:
-        return b"(?:" + re.escape(next(iter(tags))) + b")?"
-    forms = {MPI_TAG.match(t.decode()).group(1) if b"," in t else None for t in tags}
-    alts = [(rb"\[" + f.encode() + rb",[0-9]+\]" if f else rb"\[[0-9]+\]") + rb"<std(?:out|err)>:"
-            for f in sorted(forms, key=str)]
-    return b"(?:" + b"|".join(alts) + b")?"
-
-
-Windows = tuple[int, list[tuple[int, int]], list[int]]  # width, runs and tail of a span (_scan.c)
-
 # In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line
 # path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes):
 # the first line of a new message; ('nranks', n) from new init lines; ('warns', {message: n}): n more copies
@@ -196,23 +88,28 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     if first < 0 or first == last:
         return None
     # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
-    windows = None
-    if seen.c is not None:  # one C pass: plain bytes, the messages not read before, WARNs, the lines' windows
+    if seen.c is not None:  # one C pass: plain bytes, prefixes, the messages not read before, WARNs, windows
         known.compiled()
         width = known.width if known.window is not None else 0
-        got = seen.c.scan(buf, lo, hi, first, last, width, known._good())
+        got = seen.c.scan(buf, lo, hi, first, last, width, _c_good(known))
         if got is None:
             return None
         found, msgs, runs, tail, odd = got
-        windows = (width, runs, tail)
-    others = _others(buf, first, last, hi, known, windows, odd if seen.c is not None else [])
+        bounds = _bounds(buf, first, last, known, (width, runs, tail), odd)
+    else:
+        bounds = _bounds(buf, first, last, known, None, [])
+        odd = [] if bounds is None else _two_tags(buf, first, last, bounds)
+        if odd:
+            bounds = sorted(set(bounds + odd))
+    others = None if bounds is None else _hand_on(buf, bounds, first, last, hi, known)
     if others is None:
         if seen.c is not None:
             seen.c.rollback()  # the line path reads the span: as if the scan had not kept its messages
         return None
-    if seen.c is None:
-        msgs = MSG.findall(buf, first + 1, last)
-        new, nranks, fresh = _fresh(buf, first + 1, last, msgs, seen)
+    if seen.c is None:  # the messages of the lines with one tag, as the C scanner finds them
+        segments = _segments(first + 1, last, odd)
+        msgs = [m for a, b in segments for m in MSG.findall(buf, a, b)]
+        new, nranks, fresh = _fresh(buf, segments, msgs, seen)
     else:
         new, nranks, fresh = _fresh_found(buf, found, seen)
     taken = {s for s, _, _ in others}
@@ -228,6 +125,13 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     return parts
 
 
+def _c_good(known: Known) -> object:
+    """``known.good`` as the C scanner's set, which it skips the runs of windows in (made on first use)."""
+    if not isinstance(known.good, _scan.Strings):
+        known.good = _scan.Strings(GOOD_MAX, 64 << 20)
+    return known.good
+
+
 def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[bytes]) -> dict[bytes, int]:
     """Copies of each WARN among ``msgs`` (the span's messages, or only its WARNs) that no line handed on
     holds: the line path counts every WARN."""
@@ -237,8 +141,8 @@ def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[by
         return {}
     counts = Counter(msgs)
     left = {k: counts[k] for k in present}
-    for line in handed:
-        if b"NCCL WARN" in line:
+    for line in handed:  # a line with two tags has no message in ``msgs``
+        if b"NCCL WARN" in line and line.count(b"NCCL ") == 1:
             for k in _WARN_KEY.findall(line):
                 if k in left:
                     left[k] -= 1
@@ -267,14 +171,12 @@ def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
     return lines > 0 and nccl >= 0.75 * lines
 
 
-def _others(buf: bytes, first: int, last: int, hi: int, known: Known, windows: Windows | None,
-            odd: list[tuple[int, int]]) -> list[tuple[int, bytes, int]] | None:
-    """(start, line, length of the line before it if that one is plain, else -1) for every line after the
-    first that is not a plain line of a known host, and for the last line (the next span's first line may
-    continue it); None when they are too many for the fast path to pay, or one may be the rest of a
-    wrapped line. When they are too many because hosts are new (the first spans of a file), those hosts
-    are learned from the first line of each, which is handed on, and the lines are looked for again.
-    ``odd``: lines the C scanner found with no NCCL tag or two, handed on too."""
+def _bounds(buf: bytes, first: int, last: int, known: Known, windows: Windows | None,
+            odd: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """(start, end), in order, of every line after the first up to ``last`` that is not a plain line of a
+    known host, and of ``odd`` (lines with no NCCL tag or two); None when they are too many for the fast
+    path to pay. When they are too many because hosts are new (the first spans of a file), those hosts
+    are learned from the first line of each, which is handed on, and the lines are looked for again."""
     limit = int((last - first) * OTHERS_MAX)
     found: list[tuple[int, int]] = []
     for attempt in (0, 1):
@@ -284,9 +186,39 @@ def _others(buf: bytes, first: int, last: int, hi: int, known: Known, windows: W
         if attempt:
             return None
         found = known.newcomers(buf, first, last)
+    return sorted(set(lines + found))
+
+
+def _two_tags(buf: bytes, first: int, last: int, bounds: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(start, end) of the lines after the first up to ``last`` with two NCCL tags or more. The lines not in
+    ``bounds`` are plain, so each has one tag at least: only when the tags outnumber them is a regex needed."""
+    tags = {s: buf.count(b"NCCL ", s, e) for s, e in bounds}
+    out = [(s, e) for s, e in bounds if tags[s] > 1]
+    if buf.count(b"NCCL ", first + 1, last) - sum(tags.values()) > buf.count(b"\n", first, last) - len(bounds):
+        for m in _TWO_TAGS.finditer(buf, first + 1, last):
+            s, e = _line_around(buf, first + 1, last, m.start(), m.end())
+            if s not in tags:
+                out.append((s, e))
+    return sorted(out)
+
+
+def _segments(lo: int, hi: int, skip: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[lo, hi)`` less the lines ``skip`` (in order)."""
+    out = []
+    for s, e in skip:
+        out.append((lo, s))
+        lo = e
+    return out + [(lo, hi)]
+
+
+def _hand_on(buf: bytes, bounds: list[tuple[int, int]], first: int, last: int, hi: int, known: Known
+             ) -> list[tuple[int, bytes, int]] | None:
+    """(start, line, length of the line before it if that one is plain, else -1) for the lines ``bounds``
+    and for the last line (the next span's first line may continue it); None when one may be the rest of
+    a wrapped line."""
     out: list[tuple[int, bytes, int]] = []
     prev_end = first  # the first line is read by the line path: a line after it is read as usual
-    for start, end in sorted(set(lines + found)):
+    for start, end in bounds:
         if not _add(buf, start, end, prev_end, known, out):
             return None
         prev_end = end
@@ -308,7 +240,8 @@ def _add(buf: bytes, start: int, end: int, prev_end: int, known: Known, out: lis
     return True
 
 
-def _fresh(buf: bytes, lo: int, hi: int, msgs: list[bytes], seen: Seen) -> tuple[set[bytes], int | None, list[tuple[int, bytes]]]:
+def _fresh(buf: bytes, segments: list[tuple[int, int]], msgs: list[bytes], seen: Seen
+           ) -> tuple[set[bytes], int | None, list[tuple[int, bytes]]]:
     """The messages not read before; the largest nranks of init lines of a (rank, nranks) not seen before,
     whose lines are all handed on (the line path takes the first, in file order); (start, line) of the first
     line of each other new message. Init lines are not remembered: each is new. Set operations on whole
@@ -321,7 +254,7 @@ def _fresh(buf: bytes, lo: int, hi: int, msgs: list[bytes], seen: Seen) -> tuple
     fresh.update(first)
     if len(seen.msgs) > SEEN_MAX:
         seen.msgs.clear()
-    return fresh, nranks, _first_lines(buf, lo, hi, fresh)
+    return fresh, nranks, _first_lines(buf, segments, fresh)
 
 
 def _new_inits(fresh: set[bytes], seen: Seen) -> tuple[int | None, list[bytes], tuple[bytes, ...]]:
@@ -360,16 +293,15 @@ def _line_around(buf: bytes, lo: int, hi: int, start: int, end: int) -> tuple[in
     return (lo if s < 0 else s + 1), (hi if e < 0 else e)
 
 
-def _first_lines(buf: bytes, lo: int, hi: int, todo: set[bytes]) -> list[tuple[int, bytes]]:
-    """(start, line) of the first line holding each message, in file order."""
+def _first_lines(buf: bytes, segments: list[tuple[int, int]], todo: set[bytes]) -> list[tuple[int, bytes]]:
+    """(start, line) of the first line of ``segments`` holding each message, in file order."""
     spans = []
     wanted = set(todo)
-    if not wanted:
-        return []
-    for m in MSG.finditer(buf, lo, hi):
-        if m.group(0) in wanted:
-            wanted.discard(m.group(0))
-            spans.append(_line_around(buf, lo, hi, m.start(), m.end()))
-            if not wanted:
-                break
+    for lo, hi in segments:
+        for m in MSG.finditer(buf, lo, hi) if wanted else ():
+            if m.group(0) in wanted:
+                wanted.discard(m.group(0))
+                spans.append(_line_around(buf, lo, hi, m.start(), m.end()))
+                if not wanted:
+                    break
     return [(s, buf[s:e]) for s, e in sorted(set(spans))]
