@@ -19,9 +19,9 @@ together (polled from /proc), and whether every mode wrote the same JSON. The fo
 --keep.
 
 With --floor it also times, in the same interleaved runs, what an exact reader cannot do without in
-CPython (the pure-Python path's parts; the C scanner does these passes in one): starting `hpcbench parse` (on an empty file), importing numpy, and, in one process over the log
-in 2 MiB chunks, reading it, one `re` pass that stops nowhere, one that stops at every line, one that tests
-every line's host (regex, and numpy as hpcbench/parse/hostwin.py does), the pass that finds the
+CPython (the pure-Python path's parts; the C scanner does these passes in one): starting `hpcbench parse` (on an
+empty file), and, in one process over the log in 2 MiB chunks, reading it, one `re` pass that stops nowhere, one
+that stops at every line, one that tests every line's prefix (hpcbench/parse/known.py), the pass that finds the
 fact-carrying messages (fastpath.MSG) and comparing those with the ones read before. Their sum is a floor
 for a reader built from these parts.
 """
@@ -181,9 +181,8 @@ def _floor_passes(log: Path) -> dict[str, float]:
     on its own, beyond reading."""
     import re
 
-    from hpcbench.parse import fastpath, hostwin
+    from hpcbench.parse import fastpath
 
-    hostwin._numpy()  # imported before timing: its import is timed on its own
     known = fastpath.Known()
     known.hosts = {f"gpu-node-{i:03d}".encode() for i in range(NODES)}
     known._dirty = True
@@ -192,12 +191,10 @@ def _floor_passes(log: Path) -> dict[str, float]:
     passes = {
         "re: a pass that stops nowhere": re.compile(rb"\x01").findall,
         "re: a pass that stops at every line": re.compile(rb"\n").findall,
-        "re: every line's host (fastpath.Known.other)": known.other.findall,
-        "numpy: every line's host (hostwin)": lambda d: hostwin.unknown_starts(
-            d, d.find(b"\n"), d.rfind(b"\n"), known.window, known.width, known.good),
+        "re: every line's prefix (known.Known.other)": known.other.findall,
         "re: the fact-carrying messages (fastpath.MSG)": fastpath.MSG.findall,
         # as the fast path does it: set lookups, and the keys of the init lines, each new
-        "those messages compared with the ones read": lambda msgs: fastpath._fresh(b"", 0, 0, msgs, seen),
+        "those messages compared with the ones read": lambda msgs: fastpath._fresh(b"", [], msgs, seen),
     }
     out = {"read 2 MiB chunks": 0.0, **dict.fromkeys(passes, 0.0)}
     with open(log, "rb") as f:
@@ -220,11 +217,9 @@ def _floor(tmp: Path, log: Path, floors: dict[str, list[float]]) -> None:
     (tmp / "empty.log").write_bytes(b"")
     with open(os.devnull, "w") as null:
         start = _timed([sys.executable, "-m", "hpcbench", "parse", str(tmp / "empty.log")], null, env)[1]
-        bare = _timed([sys.executable, "-c", "pass"], null, env)[1]
-        numpy = _timed([sys.executable, "-c", "import numpy"], null, env)[1] - bare
     got = json.loads(subprocess.run([sys.executable, __file__, "--floor-of", str(log)], env=env, cwd=REPO,
                                     capture_output=True, text=True, check=True).stdout)
-    for name, cpu in {"start hpcbench parse (empty file)": start, "import numpy": numpy, **got}.items():
+    for name, cpu in {"start hpcbench parse (empty file)": start, **got}.items():
         floors.setdefault(name, []).append(cpu)
 
 
@@ -236,9 +231,9 @@ def _print_floor(floors: dict[str, list[float]], g_cpu: float) -> None:
     stops = fixed + med["re: a pass that stops at every line"]
     print(f"floor of any reader that acts on every line with re: start + read + a pass that stops at every line = "
           f"{stops:.2f} s CPU, {stops / g_cpu:.1f}x grep, before a host is tested or a message read")
-    design = fixed + med["import numpy"] + med["numpy: every line's host (hostwin)"] + sum(
+    design = fixed + med["re: every line's prefix (known.Known.other)"] + sum(
         med[k] for k in ("re: the fact-carrying messages (fastpath.MSG)", "those messages compared with the ones read"))
-    print(f"floor of the fast path's parts: start + read + numpy + each line's host + messages found and compared = "
+    print(f"floor of the fast path's parts: start + read + each line's prefix + messages found and compared = "
           f"{design:.2f} s CPU, {design / g_cpu:.1f}x grep (the line path for new lines and the bookkeeping come on top)")
 
 
