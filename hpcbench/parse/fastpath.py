@@ -35,9 +35,9 @@ C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner
 try:
     from hpcbench.parse import _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
-    _scan = None
+    _scan = None  # type: ignore[assignment]
 if _scan is not None and (getattr(_scan, "ABI", None) != 2 or os.environ.get(C_ENV) == "0"):
-    _scan = None  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
+    _scan = None  # type: ignore[assignment]  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
 SEEN_BYTES = 64 << 20  # and their bytes, in the C scanner
@@ -62,10 +62,10 @@ class Seen:
     warns: set[bytes] = field(default_factory=set)  # "WARN ..." messages: every copy is counted
     inits: set[tuple[bytes, bytes]] = field(default_factory=set)  # (rank, nranks) of init lines handed on
     # the C scanner's own set of messages (then ``msgs`` stays empty); None: the pure-Python passes
-    c: object | None = field(default_factory=lambda: compiled_messages())
+    c: _scan.Messages | None = field(default_factory=lambda: compiled_messages())
 
 
-def compiled_messages() -> object | None:
+def compiled_messages() -> _scan.Messages | None:
     """The C scanner's set, made from the same message starts as the regexes; None where it is not built."""
     if _scan is None:
         return None
@@ -88,10 +88,11 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     if first < 0 or first == last:
         return None
     # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
-    if seen.c is not None:  # one C pass: plain bytes, prefixes, the messages not read before, WARNs, windows
+    c = seen.c
+    if c is not None:  # one C pass: plain bytes, prefixes, the messages not read before, WARNs, windows
         known.compiled()
         width = known.width if known.window is not None else 0
-        got = seen.c.scan(buf, lo, hi, first, last, width, _c_good(known))
+        got = c.scan(buf, lo, hi, first, last, width, _c_good(known))
         if got is None:
             return None
         found, msgs, runs, tail, odd = got
@@ -99,19 +100,19 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     else:
         bounds = _bounds(buf, first, last, known, None, [])
         odd = [] if bounds is None else _two_tags(buf, first, last, bounds)
-        if odd:
+        if bounds is not None and odd:
             bounds = sorted(set(bounds + odd))
     others = None if bounds is None else _hand_on(buf, bounds, first, last, hi, known)
     if others is None:
-        if seen.c is not None:
-            seen.c.rollback()  # the line path reads the span: as if the scan had not kept its messages
+        if c is not None:
+            c.rollback()  # the line path reads the span: as if the scan had not kept its messages
         return None
-    if seen.c is None:  # the messages of the lines with one tag, as the C scanner finds them
+    if c is None:  # the messages of the lines with one tag, as the C scanner finds them
         segments = _segments(first + 1, last, odd)
         msgs = [m for a, b in segments for m in MSG.findall(buf, a, b)]
         new, nranks, fresh = _fresh(buf, segments, msgs, seen)
     else:
-        new, nranks, fresh = _fresh_found(buf, found, seen)
+        new, nranks, fresh = _fresh_found(buf, found, seen, c)
     taken = {s for s, _, _ in others}
     events = sorted([(s, "line", line, pred) for s, line, pred in others]
                     + [(s, "fresh", line, -1) for s, line in fresh if s not in taken])
@@ -125,7 +126,7 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     return parts
 
 
-def _c_good(known: Known) -> object:
+def _c_good(known: Known) -> _scan.Strings:
     """``known.good`` as the C scanner's set, which it skips the runs of windows in (made on first use)."""
     if not isinstance(known.good, _scan.Strings):
         known.good = _scan.Strings(GOOD_MAX, 64 << 20)
@@ -272,7 +273,7 @@ def _new_inits(fresh: set[bytes], seen: Seen) -> tuple[int | None, list[bytes], 
     return max(int(n) for _, n in new), [m for m, r, n in inits if (r, n) in new], lines
 
 
-def _fresh_found(buf: bytes, found: list[tuple[bytes, int, int]], seen: Seen
+def _fresh_found(buf: bytes, found: list[tuple[bytes, int, int]], seen: Seen, c: _scan.Messages
                  ) -> tuple[set[bytes], int | None, list[tuple[int, bytes]]]:
     """``_fresh`` from what the C scanner found: the messages it had not read before (which it now keeps)
     and the init-like ones ("volatile") unlike any init line it was given, each with its line's bounds."""
@@ -282,7 +283,7 @@ def _fresh_found(buf: bytes, found: list[tuple[bytes, int, int]], seen: Seen
     where = dict(zip(reversed(msgs), zip(reversed(starts), reversed(ends))))  # a message's first line
     fresh = set(where)
     nranks, first, inits = _new_inits(fresh, seen)
-    seen.c.add_inits(inits)  # their like, a rank's init line of another communicator, has nothing new
+    c.add_inits(inits)  # their like, a rank's init line of another communicator, has nothing new
     fresh.update(first)  # a volatile message that is no init line is handed on each time: more, never less
     return fresh, nranks, [(s, buf[s:e]) for s, e in sorted(where[m] for m in fresh)]
 

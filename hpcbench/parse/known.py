@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import Protocol
 
 from hpcbench.parse.prefixes import HOST, MPI_TAG, TAG, TS
 
@@ -40,6 +41,15 @@ _HOST_LINE = re.compile(rb"\n(?:" + _TAG + rb")?" + TS_BLANK + rb"(" + HOST.enco
 Windows = tuple[int, list[tuple[int, int]], list[int]]  # width, runs and tail of a span (_scan.c)
 
 
+class WindowSet(Protocol):
+    """A set of windows: a set, or the C scanner's Strings."""
+
+    def add(self, s: bytes, /) -> None: ...
+    def clear(self) -> None: ...
+    def __contains__(self, s: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+
+
 @dataclass
 class Known:
     """Hosts (as printed in prefixes) and launcher tags of lines already handed on."""
@@ -50,7 +60,7 @@ class Known:
     other: re.Pattern[bytes] = re.compile(rb"\n([^\n]*)")
     window: re.Pattern[bytes] | None = None  # with no tag or time stamp: a known host, ':' and a digit
     width: int = 0  # bytes of a line that ``window`` needs
-    good: object = field(default_factory=set)  # windows ``window`` matched (a _scan.Strings for the C scanner)
+    good: WindowSet = field(default_factory=lambda: set[bytes]())  # windows ``window`` matched (a _scan.Strings for the C scanner)
     _dirty: bool = False
 
     def learn(self, line: bytes) -> None:
@@ -112,7 +122,7 @@ def _tags(tags: set[bytes]) -> bytes:
         return b""
     if len(tags) == 1:
         return b"(?:" + re.escape(next(iter(tags))) + b")?"
-    forms = {MPI_TAG.match(t.decode()).group(1) if b"," in t else None for t in tags}
+    forms = {m.group(1) if b"," in t and (m := MPI_TAG.match(t.decode())) else None for t in tags}
     alts = [(rb"\[" + f.encode() + rb",[0-9]+\]" if f else rb"\[[0-9]+\]") + rb"<std(?:out|err)>:"
             for f in sorted(forms, key=str)]
     return b"(?:" + b"|".join(alts) + b")?"
@@ -145,7 +155,7 @@ def trie(words: set[bytes]) -> bytes:
 
 
 def unknown_from_runs(buf: bytes, last: int, runs: list[tuple[int, int]], tail: list[int],
-                      window: re.Pattern[bytes], width: int, good) -> list[int]:
+                      window: re.Pattern[bytes], width: int, good: WindowSet) -> list[int]:
     """Starts, in order, of the lines that ``window`` does not match at their start, from the C scanner's
     runs (start, end) of lines that share a window not in ``good`` (windows matched before, which it adds
     to), and tail (starts of the lines too near the buffer's end to have a window)."""
