@@ -56,6 +56,15 @@ def mutate(data: bytes, op: str, at: float, blob: bytes) -> bytes:
         return data.replace(b" ", b"\x00", 5)
     if op == "empty":
         return b""
+    if op == "join":  # two lines as one: a second prefix glued on
+        j = data.find(b"\n", i)
+        return data if j < 0 else data[:j] + data[j + 1:]
+    if op == "untag":  # a pre-2.3 line among 2.3+ ones
+        j = data.find(b"NCCL ", i)
+        return data if j < 0 else data[:j] + data[j + 5:]
+    if op == "reprefix":  # a line's first bytes printed twice: a malformed prefix that starts with its host
+        j = data.rfind(b"\n", 0, i) + 1
+        return data[:j] + data[j:j + 1 + len(blob) % 24] + data[j:]
     if op == "dup_lines":
         lines = data.split(b"\n")
         return b"\n".join(lines[: i % (len(lines) or 1)] * 3 + lines)
@@ -63,7 +72,7 @@ def mutate(data: bytes, op: str, at: float, blob: bytes) -> bytes:
 
 
 OPS = st.lists(st.tuples(st.sampled_from(["truncate", "insert", "crlf", "ansi", "huge_line", "invalid_utf8", "nul",
-                                          "empty", "dup_lines"]),
+                                          "empty", "dup_lines", "join", "untag", "reprefix"]),
                          st.floats(0, 1), st.binary(max_size=200)), min_size=1, max_size=3)
 
 
