@@ -15,7 +15,7 @@ the pure-Python passes, HPCBENCH_PARSE_C=0, in one process and by default, which
 the page cache). It prints medians of wall and CPU time (user + system, os.wait4 of the child, which
 includes the workers it reaped; on a machine shared with other work the CPU ratio is the steadier
 figure), the ratios, the peak RSS of the largest process (ru_maxrss) and of all the parser's processes
-together (polled from /proc), and whether every mode wrote the same JSON. The folder is deleted unless
+together (polled from /proc), and whether every mode wrote the same JSON, byte for byte. The folder is deleted unless
 --keep.
 
 With --floor it also times, in the same interleaved runs, what an exact reader cannot do without in
@@ -285,9 +285,9 @@ def main() -> None:
                 runs[mode].append(r)
             if args.floor:
                 _floor(tmp, log, floors)
-        docs = {mode: json.loads(p.read_text()) for mode, p in outs.items()}
-        differ = [mode for mode, d in docs.items() if d != docs[modes[0][0]]]
-        doc = docs[modes[0][0]][0]
+        raw = {mode: p.read_bytes() for mode, p in outs.items()}
+        differ = [mode for mode, d in raw.items() if d != raw[modes[0][0]]]  # byte for byte
+        doc = json.loads(raw[modes[0][0]])[0]
         nccl = doc["nccl"]
         g_dt, g_cpu = median(r[0] for r in runs["grep"]), median(r[1] for r in runs["grep"])
         print(f"grep -c 'NCCL INFO': {g_dt:.2f} s wall, {g_cpu:.2f} s CPU, "
@@ -301,7 +301,7 @@ def main() -> None:
                   f"peak RSS {rss / 1024:.0f} MB largest process, {tree / 1024:.0f} MB all processes")
             print(f"  ratio parse/grep: {dt / g_dt:.1f} wall, {cpu / max(g_cpu, 1e-3):.1f} CPU "
                   f"(goal <= 3 in one process; peak RSS goal <= 200 MB)  [walls {', '.join(f'{r[0]:.1f}' for r in rs)} s]")
-        print("every mode gave the same JSON" if not differ else f"DIFFERENT JSON from: {', '.join(differ)}")
+        print("every mode wrote the same JSON, byte for byte" if not differ else f"DIFFERENT JSON from: {', '.join(differ)}")
         print(f"found: {len(nccl['hosts'])} hosts, nranks {nccl['nranks']}, transports {nccl['transports']}, "
               f"{len(nccl['edges'])} distinct edges, network {nccl['network']}, "
               f"nccl-tests avg {doc['nccl_tests'] and doc['nccl_tests']['avg_busbw']}")
