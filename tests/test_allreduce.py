@@ -159,3 +159,15 @@ ranks_per_node = [1]
         assert "#       size         count      type   redop    root     time   algbw   busbw #wrong" in out
         assert "# Out of bounds values : 0 OK" in out and "# Avg bus bandwidth    : " in out
     assert seen == {("ddp", "gloo"), ("horovod", "gloo"), ("horovod", "mpi")}
+
+
+def test_a_job_script_rendered_before_the_rename_still_runs_the_benchmark():
+    """Job scripts of the kind's first name (queued during an upgrade, or kept in run directories) say
+    `python -m hpcbench.workloads.allreduce`: the same program answers."""
+    import subprocess
+    import sys
+
+    old, new = (subprocess.run([sys.executable, "-m", f"hpcbench.workloads.{m}", "--help"], capture_output=True,
+                               text=True, timeout=120) for m in ("allreduce", "collective"))
+    assert old.returncode == new.returncode == 0 and old.stdout == new.stdout
+    assert "usage: python -m hpcbench.workloads.collective" in old.stdout and "--collective" in old.stdout
