@@ -246,8 +246,9 @@ TABLE: dict[str, Collective] = {c.name: c for c in (
     Collective("sendrecv", "Send/receive", "1", lambda n: 1.0, "sum", -1, False, False,
                lambda rank, n, count, idx: _tag((rank - 1) % n, idx), _two_buffer_call(_sendrecv, lambda x: x.count),
                "it has no point-to-point send and receive", refuse=_sendrecv_refuses),
-    # src/gather.cu:38-43 (factor), :10-15 (each rank's share, the whole buffer printed), :28-31 (the root's
-    # expected buffer: every rank's block in rank order; nccl-tests checks the root alone)
+    # src/gather.cu:38-44 (factor), :10-16 (each rank's share; the whole buffer printed), :30-32 (the root's
+    # expected buffer: every rank's block in rank order). The root alone is checked here: nccl-tests also checks
+    # that a non-root's buffer is left as it was.
     Collective("gather", "Gather", "(n−1)/n", _ring, "none", 0, True, False,
                lambda rank, n, count, idx: _gathered(count, idx) if rank == 0 else None, _torch_gather, NO_ROOTED,
                size="the gathered buffer, n × each rank's share"),

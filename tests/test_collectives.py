@@ -39,7 +39,7 @@ LOGS = DATA / "logs"
 FORMULAS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
             "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1, "reduce": lambda n: 1,
             "alltoall": lambda n: (n - 1) / n, "sendrecv": lambda n: 1,
-            "gather": lambda n: (n - 1) / n}  # src/gather.cu GatherGetBw (at a0b82b2: lines 38-43)
+            "gather": lambda n: (n - 1) / n}  # src/gather.cu GatherGetBw (at a0b82b2: lines 38-44)
 # Horovod has no call for these: each records the entry's reason
 NO_HOROVOD = tuple(c for c, entry in TABLE.items() if not isinstance(entry.horovod, Horovod))
 HOROVOD = tuple(c for c in TABLE if c not in NO_HOROVOD)
@@ -232,8 +232,8 @@ def run(tmp_path_factory):
     from conftest import run_cli
 
     tmp = tmp_path_factory.mktemp("collectives")
-    proc = run_cli("sweep", str(write(tmp / "c.toml", SWEEP.replace("ALL", json.dumps(COLLECTIVES)))), "--backend", "local", "--run-dir", str(tmp / "run"),
-                   timeout=1500)
+    sweep = write(tmp / "c.toml", SWEEP.replace("ALL", json.dumps(COLLECTIVES)))
+    proc = run_cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp / "run"), timeout=1500)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return RunDir.open(tmp / "run")
 

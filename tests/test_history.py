@@ -183,7 +183,7 @@ def test_migration_from_version_1_keeps_every_row(cli, tmp_path):
     old.close()
 
     db = history.connect(db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION
+    assert db.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION  # every migration ran
     rows = db.execute("SELECT run, model, nodes, ranks_per_node, backend, versions FROM records ORDER BY run").fetchall()
     assert rows == [(f"r{n}", "mlp", 2, 1, "gloo", "{}") for n in range(3)]
     db.close()

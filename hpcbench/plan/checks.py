@@ -96,8 +96,8 @@ def choice(choices: Iterable[str], noun: str, renamed: dict[str, str] | None = N
 
     def check(v: Any, where: str) -> str:
         if isinstance(v, str) and v in renamed:
-            print(f"note: {where}: {noun} {v!r} is now called {renamed[v]!r}; the old name still reads (same "
-                  f"point ids), write {renamed[v]!r}", file=sys.stderr)
+            print(f"note: {where}: {noun} {v!r} is now called {renamed[v]!r}: write that (the old name still "
+                  "reads, with the same point ids)", file=sys.stderr)
             return renamed[v]
         if not isinstance(v, str) or v not in choices:
             shown = repr(v) if isinstance(v, str) else f"{typename(v)} {v!r}"

@@ -30,9 +30,9 @@ from hpcbench.vocab import (
     DATA,
     DEVICES,
     DTYPES,
+    FIRST_NAMES,
     FRAMEWORKS,
     GPU_BINDS,
-    FIRST_NAMES,
     KINDS,
     LAUNCHERS,
     MODELS,
@@ -94,9 +94,9 @@ PARAMS: tuple[Param, ...] = (
           role="layout", column="ranks_per_node"),
     Param("gpus_per_node", 0, c.integer(1), "GPUs per server: one rank per GPU (0 on CPU)", type=int,
           where="matrix", standing=True, ranks=False, role="layout"),
-    Param("kind", "train", c.choice(KINDS, "workload kind", RENAMED), "which workload runs", ranks=False, role="series",
-          unknown="train", refuse="the workload kind decides which keys mean anything and which tables a point is "
-          "in; write one sweep per kind"),
+    Param("kind", "train", c.choice(KINDS, "workload kind", RENAMED), "which workload runs", ranks=False,
+          role="series", unknown="train", refuse="the workload kind decides which keys mean anything and which "
+          "tables a point is in; write one sweep per kind"),
     Param("device", "cpu", c.choice(DEVICES, "device"), "cpu | cuda (one rank per GPU)", role="series", unknown="?",
           refuse="cpu and cuda points are counted differently (ranks_per_node, gpus_per_node) and take other "
           "backends; write one sweep per device"),

@@ -79,7 +79,6 @@ def _v2(db: sqlite3.Connection) -> None:
 def _v3(db: sqlite3.Connection) -> None:
     """The kind renamed (vocab.RENAMED: allreduce -> collective), and `model` no longer set to it: old rows take
     the new words, and the point keys they give, so that a trend runs on across the rename."""
-    _param_columns(db)  # the kind and model columns, in a database made before they were
     for old, new in RENAMED.items():
         rows = db.execute("SELECT rowid, cluster, params FROM records WHERE kind = ?", (old,)).fetchall()
         for rowid, cluster, text in rows:
