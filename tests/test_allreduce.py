@@ -171,3 +171,30 @@ def test_a_job_script_rendered_before_the_rename_still_runs_the_benchmark():
                                text=True, timeout=120) for m in ("allreduce", "collective"))
     assert old.returncode == new.returncode == 0 and old.stdout == new.stdout
     assert "usage: python -m hpcbench.workloads.collective" in old.stdout and "--collective" in old.stdout
+
+
+def test_a_run_of_the_kinds_first_name_reads_as_the_collective_kind(tmp_path):
+    """A run directory written before the rename: plan.json and result.json say kind "allreduce" (and plan.json
+    model "allreduce", as expand.py set it then). It reads as kind "collective", into the allreduce table."""
+    from report_helpers import allreduce_rows, make_run, point, record
+
+    from hpcbench.report.summarize import build
+
+    p = point(kind="collective", model=None, nodes=1, rpn=2)
+    rd = make_run(tmp_path / "run", [(p, record(p, 1.0, kind="collective", allreduce=allreduce_rows(2.0)))])
+    for f, old in ((rd.plan_json, '"kind": "allreduce", "model": "allreduce"'),
+                   (rd.point(p).result, '"kind": "allreduce"')):
+        doc = json.loads(f.read_text())
+        for d in doc.get("points", [doc]):
+            d.update(json.loads("{" + old + "}"))
+        f.write_text(json.dumps(doc))
+    assert '"kind": "allreduce"' in rd.point(p).result.read_text()
+    [q] = RunDir.open(rd.root).points()
+    assert (q.id, q.kind, q.model) == (p.id, "collective", None)
+    rec = ResultRecord.from_dict(json.loads(rd.point(p).result.read_text()))
+    assert rec.kind == "collective"
+    rep = build([rd.root])
+    [a] = rep.aggs
+    assert (a.kind, a.model, a.collective, a.ok) == ("collective", None, "all_reduce", True)
+    table = next(t for t in rep.tables if t.key == "allreduce")
+    assert table.headers[1:] and table.rows[0][1] != "—"
