@@ -80,6 +80,8 @@ def _any_backend(backend: str, world: int) -> str | None:
 
 @dataclass(frozen=True)
 class Collective:
+    """One collective, as nccl-tests defines it and as each library calls it."""
+
     name: str  # nccl-tests' name: its binary is <name>_perf
     title: str  # the report's heading
     formula: str  # busbw = algbw x formula, as the report prints it (n: ranks)
@@ -255,7 +257,3 @@ TABLE: dict[str, Collective] = {c.name: c for c in (
 )}
 # nccl-tests' and rccl-tests' other binaries: read in their logs, never run by hpcbench
 OTHER_TESTS = ("allgather", "alltoallv", "scatter", "hypercube", "all_reduce_bench")
-
-
-def get(name: str) -> Collective:
-    return TABLE[name]
