@@ -70,6 +70,6 @@ def test_the_collective_kind_keeps_every_id_its_first_name_gave(capsys):
 def test_a_plan_written_under_the_kinds_first_name_reads_as_the_collective_kind():
     from hpcbench.plan.expand import Point
 
-    [p] = expand(parse('[workload]\nkind = "collective"\ncollective = "gather"\n', "g.toml"))
+    [p] = expand(parse('[workload]\nkind = "collective"\ncollective = "all_gather"\n', "g.toml"))
     old = {**p.to_dict(), "kind": "allreduce", "model": "allreduce"}  # what expand.py wrote into plan.json then
     assert Point.from_dict(old) == p and p.model is None
