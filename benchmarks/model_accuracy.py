@@ -49,7 +49,7 @@ def allreduce_sweep(train: dict[str, Any]) -> str:
     """The allreduce points at the training sweep's placements: same cluster settings, same axes but the model."""
     matrix = {k: v for k, v in train.get("matrix", {}).items() if k in PLACEMENT}
     work = {k: train.get("workload", {})[k] for k in ("device",) if k in train.get("workload", {})}
-    work.update(kind="allreduce", min_bytes=1024, max_bytes="64M", step_factor=2, iters=20, warmup_iters=5)
+    work.update(kind="collective", min_bytes=1024, max_bytes="64M", step_factor=2, iters=20, warmup_iters=5)
     lines = _table("sweep", {"name": f"{train['sweep']['name']}-allreduce",
                              "description": "allreduce curves for the scaling model"})
     lines += _table("slurm", train.get("slurm", {})) + _table("workload", work) + _table("matrix", matrix)

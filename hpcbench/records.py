@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.errors import SchemaError
+from hpcbench.vocab import RENAMED
 
 RESULT = "hpcbench.result"
 ERROR = "hpcbench.error"
@@ -152,7 +153,7 @@ class ResultRecord:
     measurement: str
     versions: dict[str, str | None] = field(default_factory=dict)
     # --- result/2 ---
-    kind: str = "train"  # "train" | "allreduce"
+    kind: str = "train"  # "train" | "collective" (records before the rename say "allreduce": read as "collective")
     data: str = "synthetic"
     scaling: str = "weak"  # weak: batch_size per rank fixed; strong: global_batch_size fixed
     global_batch_size: int | None = None
@@ -195,6 +196,8 @@ class ResultRecord:
     def from_dict(cls, doc: dict[str, Any], source: str = "<record>") -> ResultRecord:
         check(doc, RESULT, source)
         gpu = doc.get("gpu")
+        if doc.get("kind") in RENAMED:
+            doc = {**doc, "kind": RENAMED[doc["kind"]]}
         # the nested records are built before the record (dataclasses.replace would build it twice)
         return _from_dict(cls, {**doc, "ranks": [_from_dict(RankInfo, r) for r in doc.get("ranks", [])],
                                 "gpu": _from_dict(GpuUtil, gpu) if isinstance(gpu, dict) else None,

@@ -71,7 +71,7 @@ else
     echo "# FALLBACK: $why; running hpcbench's allreduce benchmark instead (backend $BACKEND, device $HPCBENCH_DEVICE)"
     NODES=${SLURM_JOB_NUM_NODES:-1}
     PER_NODE=${SLURM_NTASKS_PER_NODE:-1}
-    hpcb_run srun "${SRUN_OPTS[@]}" "$PYTHON" -u -m hpcbench.workloads.allreduce \
+    hpcb_run srun "${SRUN_OPTS[@]}" "$PYTHON" -u -m hpcbench.workloads.collective \
         --out "$RUN_DIR" --point-id "job${SLURM_JOB_ID:-0}" --label "ddp-$BACKEND-allreduce-n${NODES}x${PER_NODE}" \
         --framework ddp --backend "$BACKEND" --device "$HPCBENCH_DEVICE" --nodes "$NODES" --ranks-per-node "$PER_NODE" \
         --min-bytes "$(hpcb_bytes "$MIN_BYTES")" --max-bytes "$(hpcb_bytes "$MAX_BYTES")" --step-factor "$STEP_FACTOR" \

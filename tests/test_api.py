@@ -40,7 +40,7 @@ def test_load_logs_gives_the_columns_of_load(tmp_path):
     assert list(df.columns) == list(hpcbench.load(hvd).columns) == list(TIDY_COLUMNS)
     rows = df.set_index("label")
     assert rows.loc[hvd.name, "throughput"] == parse_file(hvd)["horovod"]["total_img_sec"]
-    assert (rows.loc[tests.name, "kind"], rows.loc[tests.name, "collective"]) == ("allreduce", "all_gather")
+    assert (rows.loc[tests.name, "kind"], rows.loc[tests.name, "collective"]) == ("collective", "all_gather")
     few = [LOGS / f"nccltests_{n}.log" for n in ("alltoall-blankredop_64", "sendrecv-inplace-na_56", "1")]
     assert list(hpcbench.load_logs(few)["label"]) == [f.name for f in few]
     a = point()
@@ -81,11 +81,11 @@ def _notebook_run(root):
     """Two training series (one point failed) and an all_gather point: what the notebook must show."""
     a, b = point(), point(rpn=2)
     h1, h2 = point(framework="horovod", backend="mpi"), point(framework="horovod", backend="mpi", rpn=2)
-    ag = point(kind="allreduce", rpn=2)
+    ag = point(kind="collective", rpn=2)
     ag = replace(ag, collective="all_gather", id=point_id({**ag.params(), "collective": "all_gather"}))
     rows = [replace(r, collective="all_gather", redop="none") for r in allreduce_rows(2.0)]
     points = [(a, record(a, 100.0)), (b, record(b, 180.0)), (h1, record(h1, 90.0)), (h2, "boom: the ranks lost a peer"),
-              (ag, record(ag, 1.0, kind="allreduce", allreduce=rows))]
+              (ag, record(ag, 1.0, kind="collective", allreduce=rows))]
     return make_run(root, points), [p for p, _ in points]
 
 

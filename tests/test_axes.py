@@ -68,7 +68,7 @@ def _two_values(key: str) -> tuple[str, tuple[object, object]]:
     if key in SETTING_VALUES:
         return "", SETTING_VALUES[key]
     p = BY_NAME[key]
-    kind = "train" if p.applies("train") else "allreduce"
+    kind = "train" if p.applies("train") else "collective"
     extra = f'kind = "{kind}"\n' + ('data_dir = "/scratch/data"\n' if key == "data" else "")
     return extra, (p.default, other_value(p, p.default))
 
@@ -97,8 +97,8 @@ def test_gpu_bind_on_cpu_is_refused():
 
 
 def test_a_parameter_that_does_not_apply_to_the_kind_is_refused():
-    assert err('[workload]\nkind = "allreduce"\n[matrix]\nsteps = [1, 2]\n') == (
-        f"{PATH}: matrix.steps: does not apply to workload.kind = 'allreduce' (only to: train), so its points "
+    assert err('[workload]\nkind = "collective"\n[matrix]\nsteps = [1, 2]\n') == (
+        f"{PATH}: matrix.steps: does not apply to workload.kind = 'collective' (only to: train), so its points "
         "would repeat")
 
 

@@ -1,4 +1,6 @@
-"""Every collective of nccl-tests in the communication benchmark (kind = "allreduce", the collective axis).
+"""Every collective of the table (hpcbench/collectives.py) in the communication benchmark (kind = "collective",
+the collective axis): each test runs over every entry, so a new entry is tested by its FORMULAS and
+_by_definition lines here.
 
 nccl-tests' busbw factors against its formulas, and its sizes and factors against real nccl-tests logs of
 other collectives (tests/data/logs, sources in SOURCES.tsv); the exact result each rank must hold,
@@ -25,9 +27,10 @@ from hpcbench.report.summarize import build
 from hpcbench.report.tables_allreduce import HEADING, curves
 from hpcbench.rundir import RunDir
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
-from hpcbench.workloads import allreduce as ar
+from hpcbench.collectives import TABLE, Horovod
+from hpcbench.workloads import collective as ar
 from hpcbench.workloads import collectives as col
-from hpcbench.workloads.config import AllreduceConfig
+from hpcbench.workloads.config import CollectiveConfig
 
 pytestmark = pytest.mark.torch
 
@@ -35,7 +38,11 @@ LOGS = DATA / "logs"
 # nccl-tests doc/PERFORMANCE.md "Summary" (sendrecv: src/sendrecv.cu SendRecvGetBw): busbw = algbw x factor(n)
 FORMULAS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
             "reduce_scatter": lambda n: (n - 1) / n, "broadcast": lambda n: 1, "reduce": lambda n: 1,
-            "alltoall": lambda n: (n - 1) / n, "sendrecv": lambda n: 1}
+            "alltoall": lambda n: (n - 1) / n, "sendrecv": lambda n: 1,
+            "gather": lambda n: (n - 1) / n}  # src/gather.cu GatherGetBw (at a0b82b2: lines 38-44)
+# Horovod has no call for these: each records the entry's reason
+NO_HOROVOD = tuple(c for c, entry in TABLE.items() if not isinstance(entry.horovod, Horovod))
+HOROVOD = tuple(c for c in TABLE if c not in NO_HOROVOD)
 # Real nccl-tests logs of other collectives: (collective, ranks, bytes per element), from SOURCES.tsv and the
 # logs' own lines (the rccl broadcast ran on one APU; its factor is 1 whatever the ranks).
 REAL = {"nccltests_allgather-bf16-g2_50.log": ("all_gather", 2, 2),
@@ -46,10 +53,13 @@ REAL = {"nccltests_allgather-bf16-g2_50.log": ("all_gather", 2, 2),
 
 
 def test_bus_factors_are_nccl_tests_formulas():
-    assert tuple(col.SPECS) == COLLECTIVES
+    assert tuple(TABLE) == COLLECTIVES and set(FORMULAS) == set(COLLECTIVES)
     for c in COLLECTIVES:
+        # the printed formula is the computed one
+        printed = eval("lambda n: " + TABLE[c].formula.replace("−", "-").replace("2(", "2 * ("))  # noqa: S307
         for n in range(1, 10):
-            assert col.bus_factor(n, c) == pytest.approx(FORMULAS[c](n)), (c, n)
+            assert TABLE[c].factor(n) == pytest.approx(FORMULAS[c](n)) == pytest.approx(printed(n)), (c, n)
+    assert NO_HOROVOD == ("reduce", "sendrecv", "gather")
 
 
 def test_sizes_and_bus_bandwidth_agree_with_real_nccl_tests_logs():
@@ -58,13 +68,13 @@ def test_sizes_and_bus_bandwidth_agree_with_real_nccl_tests_logs():
         assert rows, name
         for r in rows:
             # nccl-tests' size convention: all_gather/reduce_scatter/alltoall print the whole buffer, n x the count
-            assert col.shape(c, r["size"], elsize, n) == (r["count"], r["size"]), (name, r)
+            assert TABLE[c].shape(r["size"], elsize, n) == (r["count"], r["size"]), (name, r)
             for mode in ("oop", "ip"):  # printed with two decimals
-                assert abs(r[f"{mode}_busbw"] - r[f"{mode}_algbw"] * col.bus_factor(n, c)) <= 0.011, (name, r)
+                assert abs(r[f"{mode}_busbw"] - r[f"{mode}_algbw"] * TABLE[c].factor(n)) <= 0.011, (name, r)
     # the shares round down to 16 bytes, as nccl-tests' (count/nranks) & ~(16/eltSize - 1)
-    assert col.shape("all_gather", 64, 4, 3) == (4, 48)
-    assert col.shape("alltoall", 8, 4, 2) == (0, 0) and col.shape("reduce_scatter", 1024, 8, 4) == (32, 1024)
-    assert col.shape("broadcast", 8, 4, 3) == (2, 8) and col.shape("sendrecv", 6, 4, 2) == (1, 4)
+    assert TABLE["all_gather"].shape(64, 4, 3) == (4, 48)
+    assert TABLE["alltoall"].shape(8, 4, 2) == (0, 0) and TABLE["reduce_scatter"].shape(1024, 8, 4) == (32, 1024)
+    assert TABLE["broadcast"].shape(8, 4, 3) == (2, 8) and TABLE["sendrecv"].shape(6, 4, 2) == (1, 4)
 
 
 def _by_definition(c: str, n: int, count: int) -> list:
@@ -72,12 +82,12 @@ def _by_definition(c: str, n: int, count: int) -> list:
     import torch
 
     length = n * count if c in ("reduce_scatter", "alltoall") else count
-    x = [col.input_values(c, r, torch.arange(length)) for r in range(n)]
+    x = [TABLE[c].input(r, torch.arange(length)) for r in range(n)]
     block = (lambda t, r: t[r * count:(r + 1) * count])
     return {"all_reduce": [sum(x)] * n, "reduce": [sum(x)] + [None] * (n - 1),
             "reduce_scatter": [block(sum(x), r) for r in range(n)], "all_gather": [torch.cat(x)] * n,
             "broadcast": [x[0]] * n, "alltoall": [torch.cat([block(x[j], r) for j in range(n)]) for r in range(n)],
-            "sendrecv": [x[(r - 1) % n] for r in range(n)]}[c]
+            "sendrecv": [x[(r - 1) % n] for r in range(n)], "gather": [torch.cat(x)] + [None] * (n - 1)}[c]
 
 
 @pytest.mark.parametrize("c", COLLECTIVES)
@@ -87,8 +97,8 @@ def test_each_rank_result_is_checked_element_by_element(c):
     n, count = 3, 8
     results = _by_definition(c, n, count)
     for r, got in enumerate(results):
-        if got is None:  # reduce: only the root's result is defined (nccl-tests checks the root alone)
-            assert col.expected_values(c, r, n, count, torch.arange(count)) is None
+        if got is None:  # reduce, gather: only the root's result is defined (nccl-tests checks the root alone)
+            assert TABLE[c].expected(r, n, count, torch.arange(count)) is None
             continue
         for dtype in (torch.float32, torch.bfloat16, torch.int64):
             assert col.count_wrong(torch, c, got.to(dtype), r, n, count) == 0, (c, r, dtype)
@@ -96,19 +106,19 @@ def test_each_rank_result_is_checked_element_by_element(c):
         bad[-1] += 1
         assert col.count_wrong(torch, c, bad, r, n, count) == 1
     # misrouted data is caught whole: every element of a block from the wrong rank differs
-    wrong_peer = {"all_gather": lambda g: torch.cat([g[count:2 * count], g[:count], g[2 * count:]]),
-                  "alltoall": lambda g: torch.cat([g[count:2 * count], g[:count], g[2 * count:]])}
+    swapped = (lambda g: torch.cat([g[count:2 * count], g[:count], g[2 * count:]]))
+    wrong_peer = {"all_gather": swapped, "alltoall": swapped, "gather": swapped}
     if c in wrong_peer:
         assert col.count_wrong(torch, c, wrong_peer[c](results[0]), 0, n, count) == 2 * count
     if c in ("sendrecv", "broadcast"):  # rank 1's data: the next rank's, not the previous one's; not the root's
-        assert col.count_wrong(torch, c, col.input_values(c, 1, torch.arange(count)), 0, n, count) == count
+        assert col.count_wrong(torch, c, TABLE[c].input(1, torch.arange(count)), 0, n, count) == count
 
 
 def test_our_table_parses_back_to_the_numbers_we_record_for_every_collective():
     for c in COLLECTIVES:
-        cfg = AllreduceConfig(out=".", point_id="x", label="l", framework="ddp", backend="gloo", device="cpu",
+        cfg = CollectiveConfig(out=".", point_id="x", label="l", framework="ddp", backend="gloo", device="cpu",
                               nodes=1, ranks_per_node=4, collective=c, min_bytes=64, max_bytes=1 << 20)
-        rows = [ar.Row(s, col.shape(c, s, 4, 4)[0], ar.Measured(3.0 + s / 1e4, 0), ar.Measured(2.5 + s / 3e4, 0))
+        rows = [ar.Row(s, TABLE[c].shape(s, 4, 4)[0], ar.Measured(3.0 + s / 1e4, 0), ar.Measured(2.5 + s / 3e4, 0))
                 for s in (64, 4096, 1 << 20)]
         ranks = [{"rank": r, "local_rank": r, "pid": 10 + r, "bus": 0, "host": "node1", "device": "cpu"}
                  for r in range(4)]
@@ -160,7 +170,7 @@ def test_every_horovod_call_is_named_so_its_response_cache_holds():
     seen = {}
     for dtype in (torch.float32, torch.float64):
         a, b = torch.zeros(64, dtype=dtype), torch.zeros(64, dtype=dtype)
-        for collective in col.HOROVOD_NAMES:
+        for collective in HOROVOD:
             for count in (4, 8):
                 for place in ("out-of-place", "in-place"):
                     names = []
@@ -172,7 +182,7 @@ def test_every_horovod_call_is_named_so_its_response_cache_holds():
                     key = (collective, count, place, str(dtype))
                     for _, n in names[0]:
                         assert seen.setdefault(n, key) == key, f"{n} names both {seen[n]} and {key}"
-    assert len(seen) == 2 * len(col.HOROVOD_NAMES) * 2 * 2
+    assert len(seen) == 2 * len(HOROVOD) * 2 * 2
 
 
 def test_what_a_library_lacks_is_known_before_any_traffic():
@@ -181,6 +191,7 @@ def test_what_a_library_lacks_is_known_before_any_traffic():
 
     why = col.static_reason("reduce", "horovod", "gloo", 2, hvd, horovod.__version__)
     assert why.startswith(f"Horovod {horovod.__version__} has no reduce (its collectives: allreduce, allgather")
+    assert why.endswith(f"): {TABLE['reduce'].horovod}")  # the entry's reason
     assert "has no sendrecv" in col.static_reason("sendrecv", "horovod", "mpi", 2, hvd, horovod.__version__)
     assert col.static_reason("reduce_scatter", "horovod", "gloo", 2, hvd, horovod.__version__) is None
     assert "Gloo cannot" in col.static_reason("sendrecv", "ddp", "gloo", 1)
@@ -192,7 +203,7 @@ SWEEP = """
 [sweep]
 name = "collectives"
 [workload]
-kind = "allreduce"
+kind = "collective"
 min_bytes = 8
 max_bytes = "4K"
 step_factor = 8
@@ -202,7 +213,7 @@ iters = 2
 framework = ["ddp", "horovod"]
 backend = ["gloo", "mpi"]
 ranks_per_node = [2, 3]
-collective = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"]
+collective = ALL
 [[exclude]]
 framework = "ddp"
 backend = "mpi"
@@ -221,8 +232,8 @@ def run(tmp_path_factory):
     from conftest import run_cli
 
     tmp = tmp_path_factory.mktemp("collectives")
-    proc = run_cli("sweep", str(write(tmp / "c.toml", SWEEP)), "--backend", "local", "--run-dir", str(tmp / "run"),
-                   timeout=1500)
+    sweep = write(tmp / "c.toml", SWEEP.replace("ALL", json.dumps(COLLECTIVES)))
+    proc = run_cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp / "run"), timeout=1500)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return RunDir.open(tmp / "run")
 
@@ -236,12 +247,12 @@ def test_every_collective_runs_and_each_rank_holds_the_exact_result(run):
         seen.add((p.framework, p.backend, c))
         assert rec.schema == "hpcbench.result/3" and rec.params["collective"] == c and rec.world_size == n
         log = "".join(f.read_text() for f in paths.logs() if f.suffix == ".out")
-        if p.framework == "horovod" and c in ("reduce", "sendrecv"):
+        if p.framework == "horovod" and c in NO_HOROVOD:
             continue  # the next test
         assert rec.unsupported is None and rec.allreduce, (p.label, rec.unsupported)
-        wanted = [col.shape(c, s, 4, n) for s in ar.sizes(8, 4096, 8)]
+        wanted = [TABLE[c].shape(s, 4, n) for s in ar.sizes(8, 4096, 8)]
         assert [(r.count, r.size_bytes) for r in rec.allreduce] == [w for w in wanted if w[0] > 0]
-        spec = col.SPECS[c]
+        spec = TABLE[c]
         for r in rec.allreduce:
             assert (r.collective, r.redop, r.root) == (c, spec.redop, spec.root)
             assert r.wrong == 0 and r.oop_wrong == 0, (p.label, r)  # every element of every rank's result
@@ -258,19 +269,42 @@ def test_every_collective_runs_and_each_rank_holds_the_exact_result(run):
                     for c in COLLECTIVES}
 
 
+def test_gather_the_newest_entry_runs_on_three_gloo_ranks_with_every_result_checked(cli, tmp_path):
+    """The one entry added for issue 20 (gather, nccl-tests' src/gather.cu), run on its own: three real Gloo ranks,
+    the root's result checked element by element, busbw = algbw x (n-1)/n, our table read back by the parser."""
+    sweep = write(tmp_path / "g.toml", '[workload]\nkind = "collective"\ncollective = "gather"\nmin_bytes = 16\n'
+                  'max_bytes = "64K"\nstep_factor = 16\nwarmup_iters = 1\niters = 2\n[matrix]\nranks_per_node = [3]\n')
+    proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rd = RunDir.open(tmp_path / "run")
+    [p] = rd.points()
+    rec = ResultRecord.from_dict(json.loads(rd.point(p).result.read_text()))
+    assert (p.label, rec.kind, rec.unsupported) == ("ddp-gloo-gather-n1x3", "collective", None)
+    # 16 B is 5 B per rank: below nccl-tests' 16-byte share, not run; then 256 B and 4 KiB, 64 KiB as n x share
+    assert [(r.count, r.size_bytes) for r in rec.allreduce] == [(20, 240), (340, 4080), (5460, 65520)]
+    for r in rec.allreduce:
+        assert (r.collective, r.redop, r.root, r.wrong, r.oop_wrong) == ("gather", "none", 0, 0, 0), r
+        assert r.busbw_gbps == pytest.approx(r.algbw_gbps * 2 / 3)
+    log = "".join(f.read_text() for f in rd.point(p).logs() if f.suffix == ".out")
+    parsed = _parse_text(log)
+    assert parsed["collective"] == "gather" and "# Out of bounds values : 0 OK" in log
+    _same_numbers(parsed["rows"], rec.allreduce)
+
+
 def test_a_collective_the_library_lacks_is_recorded_with_its_reason(run):
     from hpcbench.report.inputs import run_samples
 
     lacking = [s for s in run_samples(run) if s.state == UNSUPPORTED]
-    assert sorted((s.backend, s.collective) for s in lacking) == [("gloo", "reduce"), ("gloo", "sendrecv"),
-                                                                  ("mpi", "reduce"), ("mpi", "sendrecv")]
+    assert sorted((s.backend, s.collective) for s in lacking) == sorted((b, c) for b in ("gloo", "mpi")
+                                                                        for c in NO_HOROVOD)
     for s in lacking:
         assert s.framework == "horovod" and not s.ok and s.final
         assert f"has no {s.collective} (its collectives: allreduce, allgather" in s.reason
         assert s.record.allreduce == [] and s.record.unsupported == s.reason
     # the report says it, and calls it neither a failure nor an error
     rep = build([run.root])
-    assert len(rep.findings["collectives a library does not have (recorded by the ranks; not failures)"]) == 4
+    assert len(rep.findings["collectives a library does not have (recorded by the ranks; not failures)"]) == \
+        2 * len(NO_HOROVOD)
     assert not rep.findings["points without a result (failed, missing or not finished)"]
     why = {w.label: w for w in rep.why}
     assert [f.rule for f in why["horovod-mpi-reduce-n1x2"].findings] == ["unsupported"]
@@ -279,7 +313,7 @@ def test_a_collective_the_library_lacks_is_recorded_with_its_reason(run):
 
 def test_a_type_the_library_refuses_is_recorded_from_its_own_answer(cli, tmp_path):
     # Horovod 0.28 has no bfloat16 on the CPU: its ValueError is the reason, for every rank alike, not a crash.
-    sweep = write(tmp_path / "bf16.toml", '[workload]\nkind = "allreduce"\nframework = "horovod"\ncollective = '
+    sweep = write(tmp_path / "bf16.toml", '[workload]\nkind = "collective"\nframework = "horovod"\ncollective = '
                   '"all_gather"\ndtype = "bfloat16"\nmin_bytes = 64\nmax_bytes = 64\n[matrix]\nranks_per_node = [2]\n')
     proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -297,7 +331,7 @@ def test_the_report_has_one_table_and_one_busbw_plot_per_collective(run, tmp_pat
     rep = build([run.root])
     tables = {t.key: t for t in rep.tables if t.title.endswith(HEADING)}
     assert list(tables) == ["allreduce", *COLLECTIVES[1:]]
-    supported = {c: (3 if c not in ("reduce", "sendrecv") else 1) for c in COLLECTIVES}
+    supported = {c: (3 if c not in NO_HOROVOD else 1) for c in COLLECTIVES}
     for c in COLLECTIVES:
         t = tables["allreduce" if c == "all_reduce" else c]
         assert len(t.headers) == 1 + supported[c], (c, t.headers)  # one column per point of this collective alone
@@ -356,11 +390,11 @@ def test_the_scaling_model_never_takes_another_collective_for_allreduce(cli, tmp
     assert proc.returncode == 2 and proc.stderr.count("\n") <= 2
     assert f"error: {gather}: a all_gather_perf log, but the scaling model needs an all_reduce curve" in proc.stderr
     # a run's all_gather point is no allreduce curve for a training point of the same placement
-    ar_point, tr = point(kind="allreduce", nodes=1, rpn=2), point(rpn=2)
+    ar_point, tr = point(kind="collective", nodes=1, rpn=2), point(rpn=2)
     ag = replace(ar_point, collective="all_gather", id=point_id({**ar_point.params(), "collective": "all_gather"}))
     rows = [AllreduceRow(size_bytes=1 << k, count=1 << (k - 3), dtype="float", time_us=10.0 + k, algbw_gbps=1.0,
                          busbw_gbps=0.5, wrong=0, collective="all_gather", redop="none") for k in (10, 20)]
-    rd = make_run(tmp_path / "run", [(ag, record(ag, 1.0, kind="allreduce", allreduce=rows,
+    rd = make_run(tmp_path / "run", [(ag, record(ag, 1.0, kind="collective", allreduce=rows,
                                                    params={"collective": "all_gather"})),
                                      (tr, record(tr, 100.0, compute_time_s=0.1, comm_time_s=0.2))])
     why = {w.label: {f.rule: f for f in w.findings} for w in build([rd.root]).why}
@@ -368,19 +402,19 @@ def test_the_scaling_model_never_takes_another_collective_for_allreduce(cli, tmp
 
 
 def test_a_wrong_result_is_an_error_in_the_report_and_in_explain(tmp_path):
-    ar_point = point(kind="allreduce", nodes=1, rpn=2)
+    ar_point = point(kind="collective", nodes=1, rpn=2)
     ag = replace(ar_point, collective="all_gather", id=point_id({**ar_point.params(), "collective": "all_gather"}))
     rows = [AllreduceRow(size_bytes=1 << k, count=1 << (k - 3), dtype="float", time_us=10.0, algbw_gbps=1.0,
                          busbw_gbps=0.5, wrong=0, oop_time_us=10.0, oop_algbw_gbps=1.0, oop_busbw_gbps=0.5,
                          oop_wrong=3 if k == 10 else 0, collective="all_gather", redop="none") for k in (10, 20)]
-    rd = make_run(tmp_path / "run", [(ag, record(ag, 1.0, kind="allreduce", allreduce=rows,
+    rd = make_run(tmp_path / "run", [(ag, record(ag, 1.0, kind="collective", allreduce=rows,
                                                    params={"collective": "all_gather"}))])
     rep = build([rd.root])
     table = next(t for t in rep.tables if t.key == "all_gather")
     assert any(n.startswith("wrong results") and ag.label in n for n in table.notes)  # out of place counts too
     found = {f.rule: f for w in rep.why for f in w.findings}
     assert found["wrong-results"].severity == "error" and "3 out of place at 1,024 B" in found["wrong-results"].claim
-    clean = make_run(tmp_path / "clean", [(ag, record(ag, 1.0, kind="allreduce", params={"collective": "all_gather"},
+    clean = make_run(tmp_path / "clean", [(ag, record(ag, 1.0, kind="collective", params={"collective": "all_gather"},
                                                       allreduce=[replace(r, oop_wrong=0) for r in rows]))])
     assert not any(f.rule == "wrong-results" for w in build([clean.root]).why for f in w.findings)
 

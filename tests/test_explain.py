@@ -173,11 +173,11 @@ def test_the_alpha_beta_fit_and_prediction_by_hand():
 
 
 def test_model_against_the_runs_allreduce_point(tmp_path):
-    ar = point(kind="allreduce", nodes=1, rpn=2)
+    ar = point(kind="collective", nodes=1, rpn=2)
     one, two = point(model="mlp"), point(model="mlp", rpn=2)
     rows = [AllreduceRow(size_bytes=s, count=s // 4, dtype="float32", time_us=100.0 + s / 1e9 * 1e6, algbw_gbps=0,
                          busbw_gbps=0, wrong=0) for s in (1 << 10, 1 << 20, 1 << 24)]
-    rd = make_run(tmp_path / "run", [(ar, record(ar, 1.0, kind="allreduce", allreduce=rows)),
+    rd = make_run(tmp_path / "run", [(ar, record(ar, 1.0, kind="collective", allreduce=rows)),
                                      (one, _timed(one, 0.010, 0.0001, compute_time_s=0.010)),
                                      (two, _timed(two, 0.030, 0.0001, compute_time_s=0.010, comm_time_s=0.02,
                                                   comm_fraction=0.66, comm_method="m"))])
@@ -202,10 +202,10 @@ def test_link_peaks_from_the_table():
 
 
 def test_busbw_against_the_peak_in_the_report(tmp_path):
-    ar = point(kind="allreduce", nodes=2, rpn=1)
+    ar = point(kind="collective", nodes=2, rpn=1)
     rows = [AllreduceRow(size_bytes=1 << 30, count=1 << 28, dtype="float32", time_us=1e5, algbw_gbps=10.0,
                          busbw_gbps=10.0, wrong=0)]
-    rd = make_run(tmp_path / "run", [(ar, record(ar, 10.0, kind="allreduce", allreduce=rows))])
+    rd = make_run(tmp_path / "run", [(ar, record(ar, 10.0, kind="collective", allreduce=rows))])
     nic = {"name": "ens1", "kind": "ethernet", "model": "mlx5_core", "speed": 100000, "state": "up"}
     for r, host in ((0, "h1"), (1, "h2")):
         atomic_write_json(rd.point(ar).dir / f"provenance-rank{r}.json",

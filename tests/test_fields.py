@@ -119,13 +119,13 @@ def test_workload_keys_and_axes_are_checked_with_the_declared_check():
 def test_init_timeout_reaches_the_allreduce_ranks(tmp_path):
     """The drift this declaration ended: the sweep's init_timeout_s changed an allreduce point's id but the
     ranks kept a timeout of their own (300 s)."""
-    spec = parse('[workload]\nkind = "allreduce"\ninit_timeout_s = 42\n', "x.toml")
+    spec = parse('[workload]\nkind = "collective"\ninit_timeout_s = 42\n', "x.toml")
     [point] = expand(spec)
     argv = rank_argv(point, str(tmp_path), "python3")
     assert argv[argv.index("--init-timeout-s") + 1] == "42"
-    assert CONFIGS["allreduce"].from_argv(argv[4:]).init_timeout_s == 42
-    default = expand(parse('[workload]\nkind = "allreduce"\n', "x.toml"))[0]
-    assert CONFIGS["allreduce"].from_point(default, "d").init_timeout_s == 600  # the declared default
+    assert CONFIGS["collective"].from_argv(argv[4:]).init_timeout_s == 42
+    default = expand(parse('[workload]\nkind = "collective"\n', "x.toml"))[0]
+    assert CONFIGS["collective"].from_point(default, "d").init_timeout_s == 600  # the declared default
     assert default.id != point.id
 
 

@@ -183,7 +183,7 @@ def test_migration_from_version_1_keeps_every_row(cli, tmp_path):
     old.close()
 
     db = history.connect(db_path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION  # every migration ran
     rows = db.execute("SELECT run, model, nodes, ranks_per_node, backend, versions FROM records ORDER BY run").fetchall()
     assert rows == [(f"r{n}", "mlp", 2, 1, "gloo", "{}") for n in range(3)]
     db.close()
@@ -192,6 +192,28 @@ def test_migration_from_version_1_keeps_every_row(cli, tmp_path):
     proc = cli("history", "--history", str(db_path), "--no-plot")
     assert proc.returncode == 0, proc.stderr
     assert "within" in proc.stdout and "4  " in proc.stdout, proc.stdout  # 4 runs of the 2x1 point
+
+
+def test_rows_of_the_kinds_first_name_join_the_trend_of_the_collective_kind(tmp_path):
+    """Version 3: rows recorded as kind "allreduce" (model "allreduce", as expand.py set it then) take the kind's
+    name today and the point key a new row of the same point gets, so that the trend runs on across the rename."""
+    ar = point(kind="collective", model=None, nodes=1, rpn=2)
+    new = history.point_key("alps", ar.params())
+    db_path = tmp_path / "v2.sqlite"
+    history.connect(db_path).close()
+    old = sqlite3.connect(db_path)
+    old.execute("PRAGMA user_version = 2")
+    params = {**ar.params(), "kind": "allreduce", "model": "allreduce"}
+    assert history.point_key("alps", params) != new
+    old.execute("INSERT INTO runs VALUES ('r0', '/runs/r0', '2026-10-01')")
+    old.execute("INSERT INTO records (run, point_key, repeat, point_id, cluster, date, params, kind, model) VALUES "
+                "('r0', ?, 0, ?, 'alps', '2026-10-01', ?, 'allreduce', 'allreduce')",
+                (history.point_key("alps", params), ar.id, json.dumps(params)))
+    old.commit()
+    old.close()
+    db = history.connect(db_path)
+    row = db.execute("SELECT point_key, kind, model, params FROM records").fetchone()
+    assert row[:3] == (new, "collective", None) and json.loads(row[3])["kind"] == "collective"
 
 
 def test_a_database_from_a_newer_hpcbench_is_refused(tmp_path):

@@ -13,7 +13,7 @@ PACKAGE = REPO / "hpcbench"
 # The stages of the flow, upstream first. A module may import its own stage and the ones before it.
 # Top-level modules that are not a stage sit where their imports put them.
 ORDER = (
-    ("errors", "files", "vocab", "stats", "proc", "findings", "tabular", "records"),
+    ("errors", "files", "collectives", "vocab", "stats", "proc", "findings", "tabular", "records"),
     ("plan",),
     ("rundir",),
     ("workloads",),

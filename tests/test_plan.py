@@ -42,3 +42,34 @@ ranks_per_node = [1]
     assert [(p.nodes, p.ranks_per_node, p.repeat) for p in points] == [
         (1, 1, 0), (1, 1, 1), (1, 2, 0), (1, 2, 1), (2, 2, 0), (2, 2, 1)]
     assert points[0].label.endswith("-r0") and points[0].id != points[1].id
+
+
+# Ids as hpcbench gave them before the kind was renamed (kind = "allreduce"), from the same sweep files.
+GOLDEN_IDS = {
+    "allreduce.toml": {"ddp-gloo-allreduce-n1x2": "1943308459", "ddp-gloo-allreduce-n2x2": "53b8642e6e",
+                       "horovod-gloo-allreduce-n1x2": "18c2ad0fc5", "horovod-gloo-allreduce-n2x2": "6a5142b0df",
+                       "horovod-mpi-allreduce-n1x2": "6c57e1c186", "horovod-mpi-allreduce-n2x2": "8490c072b7"},
+    "collectives.toml": {"ddp-gloo-allreduce-n1x2": "eeca4f40a7", "ddp-gloo-all_gather-n1x2": "2919461b5c",
+                         "ddp-gloo-reduce_scatter-n1x2": "7478ca02a7", "ddp-gloo-alltoall-n1x2": "83e5a47fd6"},
+}
+
+
+def test_the_collective_kind_keeps_every_id_its_first_name_gave(capsys):
+    for name, golden in GOLDEN_IDS.items():
+        text = (REPO / "sweeps" / name).read_text()
+        assert 'kind = "collective"' in text
+        new = {p.label: p for p in expand(parse(text, name))}
+        old = {p.label: p for p in expand(parse(text.replace('kind = "collective"', 'kind = "allreduce"'), name))}
+        assert {label: new[label].id for label in golden} == golden
+        assert [(p.id, p.kind, p.model) for p in old.values()] == [(p.id, "collective", None) for p in new.values()]
+    # the old name still reads, and the note says what to write instead (once per reading, on stderr)
+    assert capsys.readouterr().err.count("note: collectives.toml: workload.kind: workload kind 'allreduce' is now "
+                                         "called 'collective': write that") == 1
+
+
+def test_a_plan_written_under_the_kinds_first_name_reads_as_the_collective_kind():
+    from hpcbench.plan.expand import Point
+
+    [p] = expand(parse('[workload]\nkind = "collective"\ncollective = "all_gather"\n', "g.toml"))
+    old = {**p.to_dict(), "kind": "allreduce", "model": "allreduce"}  # what expand.py wrote into plan.json then
+    assert Point.from_dict(old) == p and p.model is None

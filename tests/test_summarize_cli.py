@@ -139,11 +139,11 @@ def test_gpu_utilisation_below_80_percent_warns(tmp_path):
 
 
 def test_allreduce_and_comm_compute_points(tmp_path):
-    ar1, ar2 = point(kind="allreduce", nodes=1, rpn=2), point(kind="allreduce", nodes=2, rpn=2, framework="horovod")
+    ar1, ar2 = point(kind="collective", nodes=1, rpn=2), point(kind="collective", nodes=2, rpn=2, framework="horovod")
     tr = point(model="lstm", framework="horovod", backend="mpi", rpn=2)
     rd = make_run(tmp_path / "run", [
-        (ar1, record(ar1, 1.0, kind="allreduce", allreduce=allreduce_rows(3.0))),
-        (ar2, record(ar2, 1.0, kind="allreduce", allreduce=allreduce_rows(1.5))),
+        (ar1, record(ar1, 1.0, kind="collective", allreduce=allreduce_rows(3.0))),
+        (ar2, record(ar2, 1.0, kind="collective", allreduce=allreduce_rows(1.5))),
         (tr, record(tr, 64.0, comm_time_s=0.25, compute_time_s=0.75, comm_fraction=0.25, comm_method="hooks"))])
     rep = build([rd.root])
     t = next(t for t in rep.tables if t.key == "allreduce")

@@ -29,7 +29,7 @@ def test_corpus_summary_via_cli(cli, tmp_path):
     assert h1["step_time_ms"] == pytest.approx(32 * 8 / 4801.4 * 1e3)
     # nccl-tests: hosts and ranks inferred from the rank lines
     n1, n3 = recs["nccltests_1.log"], recs["nccltests_3.log"]
-    assert (n1["kind"], n1["nodes"], n1["world_size"], n1["ranks_per_node"]) == ("allreduce", 2, 2, 1)
+    assert (n1["kind"], n1["nodes"], n1["world_size"], n1["ranks_per_node"]) == ("collective", 2, 2, 1)
     assert (n3["nodes"], n3["world_size"]) == (2, 16) and "16 ranks from nccl-tests" in n3["inferred"]
     for name, why in [("nccltests_11.log", "without data rows"), ("horovod_5.log", "NCCL lines only"),
                       ("ddp_1.log", "NCCL lines only")]:

@@ -73,8 +73,8 @@ def prediction(p: Any, fitted: dict[Any, model.Fit]) -> tuple[model.Prediction |
     fit = fitted.get((p.framework, p.backend, p.nodes, p.ranks_per_node)) or fitted.get(None)
     info = MODELS.get(p.model)
     if fit is None:
-        return None, None, ("an allreduce curve of the same framework, backend and placement (run kind = "
-                            "\"allreduce\" with the same nodes x ranks, or give --allreduce FILE)")
+        return None, None, ("an allreduce curve of the same framework, backend and placement (a kind = "
+                            "\"collective\" all_reduce point with the same nodes x ranks, or give --allreduce FILE)")
     compute = typical_compute(p)  # what the step would be without a straggler: that one is a finding of its own
     if compute is None:
         return None, fit, "the compute-only time (comm_split = true)"

@@ -15,11 +15,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hpcbench.collectives import OTHER_TESTS, TABLE
+
 # v1.0.0 "#   Rank %2d on", v2.0 "Pid %6d", v2.13.4 "Group %2d", rccl-tests "[0000:c1:00.0]" bus ids
 RANK_LINE = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+([\w.-]+)\s+device")
 AVG = re.compile(r"Avg bus bandwidth\s*:\s*([-+\d.eE]+|nan|inf)")
-TEST_NAME = re.compile(r"(?:^|[\s/])((?:all_reduce|all_gather|allgather|reduce_scatter|reduce|broadcast|alltoallv?|"
-                       r"sendrecv|scatter|gather|hypercube|all_reduce_bench)_perf)\b")
+# every nccl-tests binary: hpcbench's collectives and the tests it only reads (longest first, so that
+# reduce_scatter_perf is never read as reduce)
+_TESTS = sorted((*TABLE, *OTHER_TESTS), key=len, reverse=True)
+TEST_NAME = re.compile(rf"(?:^|[\s/])((?:{'|'.join(_TESTS)})_perf)\b")
 STARTING = re.compile(r"Collective test (starting|concluded):\s*(\w+)")
 # "# nThread 1 nGpus 8" (v1.0.0 without '#'; rccl-tests "nThread: 1", "nThreads: 1"), "# Using devices",
 # rccl-tests' "rccl-tests: Version": an nccl-tests run, even when its table is missing

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -89,10 +90,15 @@ def boolean(v: Any, where: str) -> bool:
     return v
 
 
-def choice(choices: Iterable[str], noun: str) -> Checker:
-    choices = tuple(choices)
+def choice(choices: Iterable[str], noun: str, renamed: dict[str, str] | None = None) -> Checker:
+    """One of ``choices``; a name in ``renamed`` (old -> new) still reads, as the new one, with a note."""
+    choices, renamed = tuple(choices), renamed or {}
 
     def check(v: Any, where: str) -> str:
+        if isinstance(v, str) and v in renamed:
+            print(f"note: {where}: {noun} {v!r} is now called {renamed[v]!r}: write that (the old name still "
+                  "reads, with the same point ids)", file=sys.stderr)
+            return renamed[v]
         if not isinstance(v, str) or v not in choices:
             shown = repr(v) if isinstance(v, str) else f"{typename(v)} {v!r}"
             raise fail(where, f"unknown {noun} {shown} (choose from: {', '.join(choices)})")

@@ -21,7 +21,7 @@ from hpcbench.errors import ConfigError
 from hpcbench.plan.axes import env_axes_var, is_env
 from hpcbench.plan.fields import JOB_SETTINGS, PARAMS, POINT_SETTINGS, STANDING, id_params
 from hpcbench.plan.spec import SweepSpec
-from hpcbench.vocab import DATASET_SHAPES, MODELS, NO_FRAMEWORK
+from hpcbench.vocab import DATASET_SHAPES, MODELS, NO_FRAMEWORK, RENAMED
 
 EXTRA = ("env", "slurm", "job")  # (name, value) pairs, sorted by name; plan.json writes them as tables
 
@@ -64,6 +64,8 @@ class _PointMethods:
     def from_dict(cls, d: dict[str, Any]) -> Any:
         """A point from plan.json; parameters that a run of an older hpcbench did not write take their default."""
         kw = {k: v for k, v in d.items() if k in _POINT_NAMES}
+        if kw.get("kind") in RENAMED:  # written under the kind's first name, which was then its model too
+            kw.update(kind=RENAMED[kw["kind"]], model=None)
         kw.update((name, tuple(dict(kw[name]).items())) for name in EXTRA if name in kw)
         return cls(**kw)
 
@@ -100,7 +102,7 @@ def point_id(params: dict[str, Any]) -> str:
 def label(p: dict[str, Any], repeats: int, axes: str = "") -> str:
     """What the point is, readable, and safe as a folder name: ``axes`` adds the values of the sweep's other axes."""
     layout = f"n{p['nodes']}x{p['ranks_per_node']}"
-    if p["kind"] == "allreduce":  # named by its collective; all_reduce keeps the name labels always had
+    if p["kind"] == "collective":  # named by its collective; all_reduce keeps the name labels always had
         what = p.get("collective") if p.get("collective") not in (None, "all_reduce") else "allreduce"
         text = f"{p['framework']}-{p['backend']}-{what}-{layout}"
     elif p["framework"] == NO_FRAMEWORK:  # its backend is "none" too
@@ -187,8 +189,6 @@ def _resolve(spec: SweepSpec, values: dict[str, Any]) -> dict[str, Any]:
         out["backend"] = NO_FRAMEWORK  # no communication: the backend axis means nothing for it
     if kind == "train":
         out["batch_size"] = _rank_batch(spec, values, out)
-    else:
-        out["model"] = kind  # a communication benchmark: `model` names what it measures
     return out
 
 
@@ -215,7 +215,7 @@ def _check_point(spec: SweepSpec, values: dict[str, Any], p: dict[str, Any]) -> 
         raise ConfigError(f"{_where(spec, values)}: framework 'none' is one process with no communication, "
                           f"but this point has {world} ranks",
                           hint='add [[exclude]] framework = "none" with the larger nodes/ranks_per_node values')
-    if p["kind"] == "allreduce" and p["min_bytes"] > p["max_bytes"]:
+    if p["kind"] == "collective" and p["min_bytes"] > p["max_bytes"]:
         raise ConfigError(f"{_where(spec, values)}: min_bytes {p['min_bytes']} is larger than max_bytes "
                           f"{p['max_bytes']}", hint="exclude the pair with [[exclude]], or zip the two in a [[zip]]")
     data = p["data"]

@@ -30,17 +30,19 @@ from hpcbench.vocab import (
     DATA,
     DEVICES,
     DTYPES,
+    FIRST_NAMES,
     FRAMEWORKS,
     GPU_BINDS,
     KINDS,
     LAUNCHERS,
     MODELS,
+    RENAMED,
     SCALING,
 )
 
 ALL_KINDS = frozenset(KINDS)
 TRAIN = frozenset({"train"})
-ALLREDUCE = frozenset({"allreduce"})
+COLLECTIVE = frozenset({"collective"})
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ PARAMS: tuple[Param, ...] = (
           unknown="?"),
     Param("backend", "gloo", c.choice(BACKENDS, "backend"), "communication backend", standing=True, role="series",
           column="backend", unknown="?"),
-    Param("model", "mlp", c.choice(MODELS, "model"), "what trains (for a collective benchmark: the collective)",
+    Param("model", "mlp", c.choice(MODELS, "model"), "what trains",
           kinds=TRAIN, standing=True, role="series", column="model", unknown="?"),
     Param("batch_size", 32, c.integer(1), "samples per rank and step", type=int, kinds=TRAIN, standing=True,
           role="series", column="batch_size"),
@@ -92,9 +94,9 @@ PARAMS: tuple[Param, ...] = (
           role="layout", column="ranks_per_node"),
     Param("gpus_per_node", 0, c.integer(1), "GPUs per server: one rank per GPU (0 on CPU)", type=int,
           where="matrix", standing=True, ranks=False, role="layout"),
-    Param("kind", "train", c.choice(KINDS, "workload kind"), "which workload runs", ranks=False, role="series",
-          unknown="train", refuse="the workload kind decides which keys mean anything and which tables a point is "
-          "in; write one sweep per kind"),
+    Param("kind", "train", c.choice(KINDS, "workload kind", RENAMED), "which workload runs", ranks=False,
+          role="series", unknown="train", refuse="the workload kind decides which keys mean anything and which "
+          "tables a point is in; write one sweep per kind"),
     Param("device", "cpu", c.choice(DEVICES, "device"), "cpu | cuda (one rank per GPU)", role="series", unknown="?",
           refuse="cpu and cuda points are counted differently (ranks_per_node, gpus_per_node) and take other "
           "backends; write one sweep per device"),
@@ -132,14 +134,14 @@ PARAMS: tuple[Param, ...] = (
           type=int, kinds=TRAIN, quiet=True, refuse="straggler injection tests explain itself; set it in [workload]"),
     Param("slow_ms", 100, c.integer(0), "... milliseconds per step, timed and compute-only steps alike", type=int,
           kinds=TRAIN, quiet=True, refuse="straggler injection tests explain itself; set it in [workload]"),
-    Param("min_bytes", 8, c.size, "smallest message (nccl-tests -b)", type=int, kinds=ALLREDUCE),
-    Param("max_bytes", 1 << 30, c.size, "largest message (-e)", type=int, kinds=ALLREDUCE),
-    Param("step_factor", 2, c.integer(2), "size factor between messages (-f)", type=int, kinds=ALLREDUCE),
-    Param("dtype", "float32", c.choice(DTYPES, "dtype"), "element type", kinds=ALLREDUCE, role="series"),
-    Param("warmup_iters", 5, c.integer(0), "untimed operations per size (-w)", type=int, kinds=ALLREDUCE),
-    Param("iters", 20, c.integer(1), "timed operations per size (-n)", type=int, kinds=ALLREDUCE),
+    Param("min_bytes", 8, c.size, "smallest message (nccl-tests -b)", type=int, kinds=COLLECTIVE),
+    Param("max_bytes", 1 << 30, c.size, "largest message (-e)", type=int, kinds=COLLECTIVE),
+    Param("step_factor", 2, c.integer(2), "size factor between messages (-f)", type=int, kinds=COLLECTIVE),
+    Param("dtype", "float32", c.choice(DTYPES, "dtype"), "element type", kinds=COLLECTIVE, role="series"),
+    Param("warmup_iters", 5, c.integer(0), "untimed operations per size (-w)", type=int, kinds=COLLECTIVE),
+    Param("iters", 20, c.integer(1), "timed operations per size (-n)", type=int, kinds=COLLECTIVE),
     Param("collective", "all_reduce", c.choice(COLLECTIVES, "collective"), "which collective (nccl-tests' name)",
-          kinds=ALLREDUCE, quiet=True, role="series"),
+          kinds=COLLECTIVE, quiet=True, role="series"),
 )
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
 NAMES = tuple(BY_NAME)
@@ -166,9 +168,10 @@ def id_params(values: dict[str, Any]) -> dict[str, Any]:
     (a parameter ``values`` leaves out counts as its default), and the point's own environment variables
     and measured [slurm] settings (its axes of those kinds) when it has any: a sweep without such axes
     keeps every id it had."""
-    kind = values["kind"]
+    kind = RENAMED.get(values["kind"], values["kind"])
     given = {p.name: values.get(p.name, p.default) for p in PARAMS if p.applies(kind)}
     out = {n: v for n, v in given.items() if BY_NAME[n].stated(v)}
+    out["kind"] = FIRST_NAMES.get(kind, kind)  # a renamed kind keeps its points' ids
     for extra in ("env", "slurm"):
         if values.get(extra):
             out[extra] = dict(values[extra])

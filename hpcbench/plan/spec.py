@@ -124,11 +124,11 @@ def _raw_at(spec: SweepSpec, where: str) -> Any:
 def _domain_rules(spec: SweepSpec, p: str) -> None:
     w = spec.workload
     values = dict(spec.matrix.axes)
-    if w.kind == "allreduce" and w.min_bytes > w.max_bytes:
+    if w.kind == "collective" and w.min_bytes > w.max_bytes:
         raise fail(f"{p}workload.max_bytes", f"{w.max_bytes} is smaller than workload.min_bytes = {w.min_bytes}")
-    if w.kind == "allreduce" and "none" in values["framework"]:
+    if w.kind == "collective" and "none" in values["framework"]:
         raise fail(f"{p}{_where(spec, 'framework', 'none')}", "framework 'none' has no communication to measure; "
-                   "allreduce needs ddp or horovod")
+                   "a collective needs ddp or horovod")
     if w.device == "cpu" and "nccl" in values["backend"]:
         # Name the key the user actually wrote: the axis (and the value's index), or the workload default.
         raise fail(f"{p}{_where(spec, 'backend', 'nccl')}", "'nccl' needs workload.device = \"cuda\" (NCCL has no "

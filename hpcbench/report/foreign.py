@@ -107,7 +107,7 @@ def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[
     said = list(how) + ([f"{ranks_seen} ranks from nccl-tests 'Rank N ... on HOST' lines"] if ranks_seen else [])
     collective = tests.get("collective")
     said += [] if collective else ["collective all_reduce: the log names none (no command line or test name)"]
-    return Sample(state=PARSED if rows else NO_RESULT, ok=bool(rows), kind="allreduce", collective=collective or
+    return Sample(state=PARSED if rows else NO_RESULT, ok=bool(rows), kind="collective", collective=collective or
                   "all_reduce", framework="nccl-tests", model=collective or "all_reduce", device="cuda",
                   world_size=world, ranks_per_node=_layout(base["nodes"], world), allreduce=rows,
                   reason="" if rows else "nccl-tests output without data rows", inferred="; ".join(said),

@@ -30,6 +30,7 @@ from hpcbench import __version__
 from hpcbench.errors import HistoryError
 from hpcbench.files import utcnow
 from hpcbench.plan.fields import NAMES, POINT_KEY
+from hpcbench.vocab import RENAMED
 
 ENV = "HPCBENCH_HISTORY"
 BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another one before giving up
@@ -75,7 +76,18 @@ def _v2(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX records_model ON records(model, date)")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+def _v3(db: sqlite3.Connection) -> None:
+    """The kind renamed (vocab.RENAMED: allreduce -> collective), and `model` no longer set to it: old rows take
+    the new words, and the point keys they give, so that a trend runs on across the rename."""
+    for old, new in RENAMED.items():
+        rows = db.execute("SELECT rowid, cluster, params FROM records WHERE kind = ?", (old,)).fetchall()
+        for rowid, cluster, text in rows:
+            params = {**json.loads(text), "kind": new, "model": None}
+            db.execute("UPDATE records SET kind = ?, model = NULL, params = ?, point_key = ? WHERE rowid = ?",
+                       (new, json.dumps(params, default=str), point_key(cluster, params), rowid))
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -177,7 +177,7 @@ def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
     gpu = rec.gpu
     train = rec.kind == "train"
     kw: dict[str, Any] = {
-        "model": rec.model, **record_params(rec), "kind": rec.kind, "nodes": rec.nodes,
+        "model": rec.model if train else None, **record_params(rec), "kind": rec.kind, "nodes": rec.nodes,
         "ranks_per_node": rec.ranks_per_node,
         "source": source, "label": rec.label, "state": COMPLETED, "ok": True, "final": True, "point_id": rec.point_id,
         "world_size": rec.world_size, "job_id": rec.job_id,

@@ -10,16 +10,14 @@ from hpcbench.report.aggregate import Agg, mean
 from hpcbench.report.fmt import clip, duration_us, num, size
 from hpcbench.report.names import names_apart, point_name
 from hpcbench.tabular import Table
+from hpcbench.collectives import TABLE
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
 
 Curve = dict[int, tuple[float, float, float]]  # size -> (busbw GB/s, algbw GB/s, time us), averaged over repeats
-TITLES = {"all_reduce": "Allreduce", "all_gather": "All-gather", "reduce_scatter": "Reduce-scatter",
-          "broadcast": "Broadcast", "reduce": "Reduce", "alltoall": "All-to-all", "sendrecv": "Send/receive"}
-FACTORS = {"all_reduce": "2(n−1)/n", "all_gather": "(n−1)/n", "reduce_scatter": "(n−1)/n", "broadcast": "1",
-           "reduce": "1", "alltoall": "(n−1)/n", "sendrecv": "1"}  # nccl-tests doc/PERFORMANCE.md, src/*.cu GetBw
+TITLES = {c.name: c.title for c in TABLE.values()}
+FACTORS = {c.name: c.formula for c in TABLE.values()}  # busbw = algbw x this: nccl-tests' GetBw of each
 HEADING = "busbw (algbw) GB/s, time per operation"  # each cell: "0.92 (0.91), 1.14 ms"
-SIZES = {"all_gather": "the gathered buffer, n × each rank's share", "reduce_scatter": "the whole input, n × each "
-         "rank's share", "alltoall": "the whole buffer, n × the block for each peer"}
+SIZES = {c.name: c.size for c in TABLE.values() if c.size}  # where the size is not one rank's buffer
 
 
 def collective_of(a: Any) -> str:

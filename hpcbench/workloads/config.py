@@ -86,4 +86,4 @@ def _config(kind: str) -> type[RankConfig]:
 
 CONFIGS: dict[str, type[RankConfig]] = {kind: _config(kind) for kind in KINDS}
 TrainConfig: Any = CONFIGS["train"]
-AllreduceConfig: Any = CONFIGS["allreduce"]
+CollectiveConfig: Any = CONFIGS["collective"]
