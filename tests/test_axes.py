@@ -325,31 +325,13 @@ def test_the_local_backend_gives_each_point_its_env_and_cpus():
     assert env["OMP_NUM_THREADS"] == env["SLURM_CPUS_PER_TASK"] == "2"
 
 
-def test_submitit_gets_each_points_settings_and_env(tmp_path, monkeypatch):
-    """submitit's executor is given the point's own cpus, time and exports (a stand-in records them)."""
-    import sys
-    import types
+def test_submitit_gets_each_points_settings_and_env(tmp_path):
+    """submitit's executor is given the point's own cpus, time and exports (built without submitit or a cluster)."""
+    from hpcbench.submit.backends.submitit import SubmititBackend, submitit_job
 
-    from hpcbench.submit.backends.submitit import SubmititBackend
-
-    given: list[dict[str, object]] = []
-
-    class Executor:
-        def __init__(self, **kw: object) -> None:
-            pass
-
-        def update_parameters(self, **kw: object) -> None:
-            given.append(kw)
-
-        def submit(self, *args: object) -> object:
-            return types.SimpleNamespace(job_id="7")
-
-    monkeypatch.setitem(sys.modules, "submitit", types.SimpleNamespace(SlurmExecutor=Executor))
     spec = parse(HOSTILE, PATH)
-    points = expand(spec)
-    for p in points:
-        SubmititBackend().submit(spec, p, PointPaths(tmp_path / p.dirname), "/py")
-    for p, kw in zip(points, given):
+    for p in expand(spec):
+        kw = submitit_job(spec, p, plan_launch(spec, p, str(tmp_path / p.dirname), "/py"), None).params
         assert (kw["cpus_per_task"], kw["time"]) == (dict(p.slurm)["cpus_per_task"], {1: 5, 2: 60}[p.nodes])
         exports = "\n".join(kw["setup"])
         assert exports.index("export SAFE=first") < exports.index("export NCCL_ALGO=")

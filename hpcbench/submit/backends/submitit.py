@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from hpcbench.errors import ConfigError, SchedulerError
@@ -50,19 +51,36 @@ class SubmititBackend(Backend):
             import submitit
         except ImportError:
             raise SchedulerError("submitit is not installed", hint="pip install submitit, or use --backend sbatch") from None
-        plan = plan_launch(spec, point, str(paths.dir), python)
-        ex = submitit.SlurmExecutor(folder=paths.submitit_dir, max_num_timeout=0, python=plan.python)
-        ex.update_parameters(**executor_parameters(spec, point, plan, self.comment(point.id) if self.comment else None))
+        job = submitit_job(spec, point, plan_launch(spec, point, str(paths.dir), python),
+                           self.comment(point.id) if self.comment else None)
+        ex = submitit.SlurmExecutor(folder=paths.submitit_dir, max_num_timeout=0, python=job.python)
+        ex.update_parameters(**job.params)
         try:
-            job = ex.submit(run_rank, plan.module, list(plan.rank_args))
+            queued = ex.submit(run_rank, job.module, list(job.argv))
         except Exception as e:  # noqa: BLE001 - submitit wraps sbatch failures in its own types
             raise SchedulerError(f"submitit could not submit {point.label}: {str(e).strip().splitlines()[-1]}") from None
-        return str(job.job_id)
+        return str(queued.job_id)
+
+
+@dataclass(frozen=True)
+class SubmititJob:
+    """What the submitit backend hands submitit for one point: the interpreter, the executor's parameters, and
+    run_rank's arguments (each task runs the workload module's main(argv) in submitit's own process)."""
+
+    python: str
+    params: dict[str, Any]
+    module: str
+    argv: tuple[str, ...]
+
+
+def submitit_job(spec: SweepSpec, point: Point, plan: LaunchPlan, comment: str | None) -> SubmititJob:
+    """The launch plan rendered for submitit, without submitit: its srun line takes the task counts from sbatch's
+    --nodes and --ntasks-per-node, and the plan's srun options by name."""
+    return SubmititJob(plan.python, executor_parameters(spec, point, plan, comment), plan.module, plan.rank_args)
 
 
 def executor_parameters(spec: SweepSpec, point: Point, plan: LaunchPlan, comment: str | None) -> dict[str, Any]:
-    """What submitit's SlurmExecutor is given for the point: its sbatch settings, and the launch plan rendered for
-    submitit's own srun line, which takes the task counts from sbatch's --nodes and --ntasks-per-node."""
+    """SlurmExecutor's parameters for the point: its sbatch settings, the plan's set-up lines and srun options."""
     s = point.settings(spec.slurm)  # the sweep's [slurm], with the point's own axes
     params: dict[str, Any] = {
         "job_name": job_name(spec, point),
