@@ -183,6 +183,16 @@ def check_local(plan: LaunchPlan, job: dict, seen: set[str], tmp_path) -> None:
             seen.add("local: srun's place variables" if "SLURM_PROCID" in env else "local: one mpirun for MPI ranks")
 
 
+def check_binding(plan: LaunchPlan, words: list[str]) -> None:
+    """The plan's binding fields are what the launcher line says."""
+    w = plan.words
+    if w.srun_tasks:
+        assert words[1:3] == list(w.srun_tasks) and words[3:3 + len(w.srun_options)] == list(w.srun_options)
+        assert f"--cpu-bind={w.cpu_bind}" in w.srun_options and set(w.gpu_binding) <= set(w.srun_options)
+    mapping = " ".join(w.mpi_mapping)
+    assert mapping in " ".join(words) and (not mapping or f"--bind-to {w.cpu_bind.rstrip('s')}" in mapping)
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_every_backend_starts_the_plans_ranks(tmp_path, case):
     text, named = CASES[case]
@@ -197,6 +207,7 @@ def test_every_backend_starts_the_plans_ranks(tmp_path, case):
     assert job["prelude"] == list(plan.words.prelude)
     assert job["launcher"] == [shlex.split(w)[0] if isinstance(w, Shell) else w for w in plan.launcher_argv]
     assert job["rank_argv"] == list(plan.rank_argv)
+    check_binding(plan, job["launcher"])
     seen: set[str] = set()
     check_submitit(spec, point, plan, job, seen)
     check_local(plan, job, seen, tmp_path)
@@ -204,3 +215,24 @@ def test_every_backend_starts_the_plans_ranks(tmp_path, case):
     if "submitit: srun only" in named:  # then submitit runs nothing at all
         expected.discard("submitit: its own process runs the module")
     assert seen == expected and seen <= set(DIFFERENCES)
+
+
+@pytest.mark.slurm
+def test_srun_gives_each_task_the_plans_rank_environment(tmp_path, slurm_cluster):
+    """The local backend's ranks get plan.rank_env; a real srun under sbatch, with the plan's own srun words and
+    sbatch layout, gives each task the same SLURM_* variables."""
+    spec = parse("[slurm]\ncpus_per_task = 1\n" + CPU, "l.toml")
+    [point] = expand(spec)
+    plan = plan_launch(spec, point, str(tmp_path), sys.executable)
+    dump = (f"import json, os; open(os.path.join({str(tmp_path)!r}, 'env-' + os.environ['SLURM_PROCID']), 'w')"
+            ".write(json.dumps(dict(os.environ)))")
+    srun = shlex.join([*plan.launcher_argv, sys.executable, "-c", dump])
+    proc = subprocess.run(["sbatch", "--wait", "--parsable", "--partition=debug", f"--nodes={plan.nodes}",
+                           f"--ntasks-per-node={plan.ranks_per_node}", f"--cpus-per-task={plan.cpus_per_task}",
+                           "--time=2", f"--output={tmp_path}/out", f"--wrap={srun}"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr + (tmp_path / "out").read_text()
+    for rank in range(plan.world_size):
+        env = json.loads((tmp_path / f"env-{rank}").read_text())
+        slurm = {k: v for k, v in plan.rank_env(rank).items() if k.startswith("SLURM_")}
+        assert {k: env.get(k) for k in slurm} == slurm, rank

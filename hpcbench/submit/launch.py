@@ -41,7 +41,7 @@ class LauncherWords:
     """A launcher's own words for one point, each kind in a field of its own: nobody slices them by position."""
 
     argv: tuple[str, ...]  # the whole launcher prefix, as the job script writes it before the rank command
-    cpu_bind: str  # what each task is bound to (srun --cpu-bind, mpirun --bind-to)
+    cpu_bind: str  # the unit each task is bound to, as [slurm] cpu_bind names it (srun --cpu-bind, mpirun --bind-to)
     srun_tasks: tuple[str, ...] = ()  # srun's task counts, where srun starts the tasks
     srun_options: tuple[str, ...] = ()  # srun's options after the task counts: --mpi, --cpu-bind, GPU binding, extras
     gpu_binding: tuple[str, ...] = ()  # srun's GPU binding flags (in srun_options too)
