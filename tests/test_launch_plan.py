@@ -41,7 +41,8 @@ DIFFERENCES = {
     "mpirun words, no cpu or GPU binding",
     "local: one mpirun for MPI ranks": "Horovod's MPI controller needs an MPI launcher: mpirun -np N --oversubscribe "
     "--bind-to none starts every rank on this one host, and its OMPI_COMM_WORLD_* tell each its place; as root, "
-    "OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM) too, without which mpirun refuses to start",
+    "OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM) too, without which mpirun refuses to start. (So a point of several nodes has "
+    "every rank on node 0 here: the case has one node.)",
     "local: srun's place variables": "under mpirun, horovodrun and torchrun the job's ranks learn their place from the "
     "launcher (OMPI_COMM_WORLD_*, RANK); local ranks from srun's SLURM_* variables; distenv reads the same place",
     "submitit: its own process runs the module": "each task runs submitit's python, which calls run_rank(module, "
@@ -57,9 +58,8 @@ CALLER = {"PATH": os.environ["PATH"], "HOME": "/home/u", "OMPI_MCA_btl": "self,t
 FOREIGN = ("SLURM_JOB_ID", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "RANK", "PMIX_RANK")
 KEPT = ("PATH", "HOME", "OMPI_MCA_btl")
 # Where a rank is, as srun, mpirun and torchrun say it.
-PLACE = {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NTASKS", "SLURM_NNODES", "OMPI_COMM_WORLD_RANK",
-         "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-         "OMPI_COMM_WORLD_NODE_RANK",
+PLACE = {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NTASKS", "SLURM_NNODES",
+         *(f"OMPI_COMM_WORLD_{k}" for k in ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "NODE_RANK")),
          "RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "TORCHELASTIC_RUN_ID"}
 
 CPU = "[matrix]\nnodes = [2]\nranks_per_node = [2]\n"
@@ -197,13 +197,20 @@ def check_binding(plan: LaunchPlan, words: list[str]) -> None:
 def test_every_backend_starts_the_plans_ranks(tmp_path, case):
     text, named = CASES[case]
     spec = parse(text, "l.toml")
-    point = expand(spec)[0]
+    for point in expand(spec):
+        check_point(spec, point, named, tmp_path / point.id)
+
+
+def check_point(spec, point, named: set[str], tmp_path) -> None:
+    tmp_path.mkdir()
     paths = PointPaths(tmp_path / point.dirname)
     plan = plan_launch(spec, point, str(paths.dir), PY)
     job = job_script(render_job(spec, point, paths, PY, "hpcbench:r:p"), plan)
     # The job script renders the plan: layout, environment in order, prelude, launcher words, rank command.
     assert job["layout"] == (plan.nodes, plan.ranks_per_node, plan.cpus_per_task)
     assert list(job["env"].items()) == list(plan.job_environ().items())
+    want = {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": str(plan.cpus_per_task), **dict(spec.slurm.env), **dict(point.env)}
+    assert want.items() <= plan.job_environ().items()
     assert job["prelude"] == list(plan.words.prelude)
     assert job["launcher"] == [shlex.split(w)[0] if isinstance(w, Shell) else w for w in plan.launcher_argv]
     assert job["rank_argv"] == list(plan.rank_argv)
