@@ -17,7 +17,8 @@ from hpcbench.plan.fields import AXES, BY_NAME, JOB_SETTINGS, PARAMS, POINT_SETT
 from hpcbench.plan.limits import violations
 from hpcbench.plan.spec import parse
 from hpcbench.rundir import PointPaths, RunDir
-from hpcbench.submit.backends.local import rank_environments
+from hpcbench.submit.backends.local import Here, local_starts
+from hpcbench.submit.launch import plan_launch
 from hpcbench.submit.render import render_job
 
 PATH = "sweeps/x.toml"
@@ -318,36 +319,19 @@ def test_job_scripts_carry_each_points_settings_and_quoted_env(tmp_path):
 def test_the_local_backend_gives_each_point_its_env_and_cpus():
     spec = parse(HOSTILE, PATH)
     p = next(p for p in expand(spec) if p.slurm == (("cpus_per_task", 2),) and "two" in dict(p.env)["NCCL_ALGO"])
-    [env] = rank_environments(spec, replace(p, nodes=1), "local1")
+    [start] = local_starts(plan_launch(spec, replace(p, nodes=1), "/d", "/py"), "local1", Here({}, "h", 1, False))
+    env = start.env
     assert (env["NCCL_ALGO"], env["SAFE"], env["HPCBENCH_ENV_AXES"]) == ("two\nlines", "first", "NCCL_ALGO")
     assert env["OMP_NUM_THREADS"] == env["SLURM_CPUS_PER_TASK"] == "2"
 
 
-def test_submitit_gets_each_points_settings_and_env(tmp_path, monkeypatch):
-    """submitit's executor is given the point's own cpus, time and exports (a stand-in records them)."""
-    import sys
-    import types
+def test_submitit_gets_each_points_settings_and_env(tmp_path):
+    """submitit's executor is given the point's own cpus, time and exports (built without submitit or a cluster)."""
+    from hpcbench.submit.backends.submitit import SubmititBackend, submitit_job
 
-    from hpcbench.submit.backends.submitit import SubmititBackend
-
-    given: list[dict[str, object]] = []
-
-    class Executor:
-        def __init__(self, **kw: object) -> None:
-            pass
-
-        def update_parameters(self, **kw: object) -> None:
-            given.append(kw)
-
-        def submit(self, *args: object) -> object:
-            return types.SimpleNamespace(job_id="7")
-
-    monkeypatch.setitem(sys.modules, "submitit", types.SimpleNamespace(SlurmExecutor=Executor))
     spec = parse(HOSTILE, PATH)
-    points = expand(spec)
-    for p in points:
-        SubmititBackend().submit(spec, p, PointPaths(tmp_path / p.dirname), "/py")
-    for p, kw in zip(points, given):
+    for p in expand(spec):
+        kw = submitit_job(spec, p, plan_launch(spec, p, str(tmp_path / p.dirname), "/py"), None).params
         assert (kw["cpus_per_task"], kw["time"]) == (dict(p.slurm)["cpus_per_task"], {1: 5, 2: 60}[p.nodes])
         exports = "\n".join(kw["setup"])
         assert exports.index("export SAFE=first") < exports.index("export NCCL_ALGO=")

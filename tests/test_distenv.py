@@ -30,6 +30,17 @@ def test_slurm_variables():
     assert env.master_port == job_port("1234") != job_port("1235")  # concurrent jobs differ
 
 
+def test_openmpi_variables_give_the_nodes_index():
+    """OMPI_COMM_WORLD_NODE_RANK is the rank among all processes on the node (mpirun gives rank 1 of a one-node job
+    node rank 1), not the node's index, which Horovod's Gloo rendezvous takes as the host."""
+    env = from_environ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+                        "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_NODE_RANK": "1", "MASTER_ADDR": "h"})
+    assert (env.rank, env.world_size, env.local_rank, env.node_rank, env.launcher) == (3, 4, 1, 1, "openmpi")
+    env = from_environ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+                        "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_NODE_RANK": "1", "MASTER_ADDR": "h"})
+    assert env.node_rank == 0
+
+
 def test_job_ports_stay_below_the_ephemeral_range():
     # A listening port in the ephemeral range can already be held by an outgoing connection
     # (a Horovod Gloo rendezvous on 40035 failed with EADDRINUSE in CI).

@@ -20,7 +20,7 @@ from hpcbench.plan.expand import Point, expand, point_id
 from hpcbench.plan.fields import AXES, PARAMS, WORKLOAD_KEYS, Param
 from hpcbench.plan.spec import parse
 from hpcbench.report.samples import TIDY_COLUMNS, from_record, tidy_row
-from hpcbench.submit.launch import rank_argv
+from hpcbench.submit.launch import plan_launch
 from hpcbench.vocab import BACKENDS, COLLECTIVES, DATA, DEVICES, DTYPES, FRAMEWORKS, KINDS, MODELS, SCALING
 from hpcbench.workloads.config import CONFIGS, MODULE
 
@@ -55,6 +55,11 @@ def base_point(kind: str) -> Point:
     params = {p.name: p.default for p in PARAMS}
     params.update(kind=kind, nodes=2, ranks_per_node=2)
     return Point(id=point_id(params), label=f"{kind}-test", **params)
+
+
+def rank_argv(point: Any, point_dir: str, python: str) -> list[str]:
+    """The rank command of the point's launch plan (the [slurm] settings do not change it)."""
+    return list(plan_launch(parse("", "x.toml"), point, point_dir, python).rank_argv)
 
 
 CASES = [(p, kind) for p in PARAMS for kind in sorted(p.kinds)]

@@ -18,7 +18,7 @@ from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
 from hpcbench.submit.backends.base import Backend
-from hpcbench.submit.launch import launcher_argv, rank_argv
+from hpcbench.submit.launch import EnvVar, job_env, plan_launch
 from hpcbench.submit.render import gpu_request, sanitise_job_name, setup_lines, template
 
 
@@ -30,14 +30,15 @@ class Packed:
     points: int
 
 
-def _step_argv(spec: SweepSpec, rd: RunDir, p: Point, python: str) -> list[str]:
+def _step_argv(spec: SweepSpec, rd: RunDir, p: Point, python: str, exported: tuple[EnvVar, ...]) -> list[str]:
     paths = rd.point(p)
-    srun = launcher_argv(p, spec.slurm, python)
+    plan = plan_launch(spec, p, str(paths.dir), python)
     # A step uses only the nodes it needs; its output goes to the point's own folder, named by job id.
-    srun[1:1] = [f"--nodes={p.nodes}", f"--output={paths.stdout()}", f"--error={paths.stderr()}"]
+    srun = ["srun", f"--nodes={p.nodes}", f"--output={paths.stdout()}", f"--error={paths.stderr()}",
+            *plan.words.srun_tasks, *plan.srun_options]
     # A point's own environment variables ([matrix.env]) reach its step's ranks only: srun passes them on.
-    exports = [f"{k}={v}" for k, v in p.settings(spec.slurm).env[len(spec.slurm.env):]]
-    return (["env", *exports] if exports else []) + srun + rank_argv(p, str(paths.dir), python)
+    exports = [f"{v.name}={v.value}" for v in plan.env if v not in exported]
+    return (["env", *exports] if exports else []) + srun + list(plan.rank_argv)
 
 
 def render_pack(spec: SweepSpec, rd: RunDir, n: int, points: list[Point], python: str) -> str:
@@ -48,8 +49,9 @@ def render_pack(spec: SweepSpec, rd: RunDir, n: int, points: list[Point], python
     if own:  # one allocation has one time limit, one cpus-per-task, ...
         raise ConfigError(f"{spec.path}: slurm.pack = true runs every point in one allocation, but the sweep's "
                           f"points set their own {', '.join(own)}", hint="set pack = false for such axes")
+    env = job_env(spec.slurm)  # exported once for every step
     steps = [{"label": p.label, "id": p.id, "dir": rd.point(p).dir, "exitcode": rd.point(p).exitcode,
-              "argv": _step_argv(spec, rd, p, python)} for p in points]
+              "argv": _step_argv(spec, rd, p, python, env)} for p in points]
     # The steps run one after another, so the allocation needs the sum of their limits.
     total = time_seconds(spec.slurm.time) * len(points)
     gpus = max(p.gpus_per_node for p in points)
@@ -58,7 +60,7 @@ def render_pack(spec: SweepSpec, rd: RunDir, n: int, points: list[Point], python
         script=rd.pack_script(n), stdout=rd.pack_stdout(n), comment=rd.job_comment(f"pack-{n}"),
         job_name=sanitise_job_name(f"hpcb-{spec.sweep.name}-pack-{n}"),
         nodes=max(p.nodes for p in points), ranks_per_node=max(p.ranks_per_node for p in points),
-        gpus_per_node=gpus, gpu_request=gpu_request(spec.slurm, gpus), setup=setup_lines(spec.slurm),
+        gpus_per_node=gpus, gpu_request=gpu_request(spec.slurm, gpus), setup=setup_lines(spec.slurm, env),
         time=time_text(total),
     )
 

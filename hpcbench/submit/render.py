@@ -11,7 +11,7 @@ from hpcbench import __version__
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SlurmSettings, SweepSpec
 from hpcbench.rundir import PointPaths
-from hpcbench.submit.launch import Shell, launcher_argv, launcher_prelude, rank_argv
+from hpcbench.submit.launch import EnvVar, LaunchPlan, Shell, plan_launch
 
 # Batch shells are not login shells: the module command may be missing. The init files are not
 # written for `set -u`, hence the +u around them.
@@ -33,16 +33,16 @@ def _q(v: object) -> str:
     return v if isinstance(v, Shell) else _quote(str(v))
 
 
-def setup_lines(slurm: SlurmSettings) -> list[str]:
-    """The job's environment set-up, shared by the sbatch template and submitit: modules, then exports."""
+def setup_lines(slurm: SlurmSettings, env: tuple[EnvVar, ...]) -> list[str]:
+    """The job's set-up, shared by the sbatch template, the pack script and submitit: modules, then the launch
+    plan's environment as exports."""
     lines: list[str] = []
     if slurm.modules or slurm.module_use:
         lines += [*MODULE_INIT, "set -e  # a module that does not load must stop the job before it runs in the wrong environment"]
         lines += [f"module use {_q(d)}" for d in slurm.module_use]
         lines += [f"module load {_q(m)}" for m in slurm.modules]
         lines += ["set +e", ""]
-    lines += ["export NCCL_DEBUG=INFO", 'export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"']
-    lines += [f"export {k}={_q(v)}" for k, v in slurm.env]
+    lines += [f"export {v.name}={_q(v.shell or v.value)}" for v in env]
     return lines
 
 
@@ -101,35 +101,39 @@ _POINT_KEYS = ("label", "id", "job_script", "job_name", "comment", "nodes", "ran
 # Keyed by the point's own settings: a sweep whose axes include [slurm] keys or environment variables has
 # one skeleton per distinct combination of those (a handful), never one per point.
 @lru_cache(maxsize=256)
-def _skeleton(slurm: SlurmSettings, sweep_name: str, has_gpus: bool, has_comment: bool) -> str:
+def _skeleton(slurm: SlurmSettings, env: tuple[EnvVar, ...], sweep_name: str, has_gpus: bool, has_comment: bool) -> str:
     return template("job.sh.j2").render(
         pt={k: f"\x00{k}\x00" for k in _POINT_KEYS}, slurm=slurm, sweep_name=sweep_name,
-        version=__version__, has_gpus=has_gpus, has_comment=has_comment, setup=setup_lines(slurm),
+        version=__version__, has_gpus=has_gpus, has_comment=has_comment, setup=setup_lines(slurm, env),
     )
 
 
-def point_values(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None,
-                 slurm: SlurmSettings | None = None) -> dict[str, str]:
+def launch_lines(plan: LaunchPlan) -> str:
+    """The plan's prelude (hpcbench's own shell, one line each), then its launcher and rank command as one line,
+    continued: ``python -u -m module`` after the launcher, then one ``--flag value`` per line."""
+    launch = [" ".join(_q(a) for a in plan.launcher_argv)]
+    launch += ["    " + line for line in _argv_lines(list(plan.rank_argv))]
+    return "\n".join([*plan.words.prelude, " \\\n".join(launch)])
+
+
+def point_values(spec: SweepSpec, point: Point, paths: PointPaths, plan: LaunchPlan, comment: str | None,
+                 slurm: SlurmSettings) -> dict[str, str]:
     """Every per-point value of the job script, shell-quoted where a shell or sbatch will read it."""
     q = _quote
-    slurm = slurm or point.settings(spec.slurm)
     d = str(paths.dir)  # joined as text: pathlib costs ~10 us a join, 60,000 joins on 10,000 points
-    launch = [" ".join(_q(a) for a in launcher_argv(point, slurm, python))]
-    launch += ["    " + line for line in _argv_lines(rank_argv(point, d, python))]
-    # The prelude (torchrun's MASTER_ADDR, horovodrun's HOSTS) is hpcbench's own shell, one line each.
-    launch = [*launcher_prelude(point, slurm, python), " \\\n".join(launch)]
     return {
         "label": point.label, "id": point.id, "job_script": q(f"{d}/{PointPaths.JOB_SCRIPT}"),
-        "job_name": q(job_name(spec, point)), "comment": q(comment or ""), "nodes": str(point.nodes),
-        "ranks_per_node": str(point.ranks_per_node), "gpu_request": q(gpu_request(slurm, point.gpus_per_node)),
+        "job_name": q(job_name(spec, point)), "comment": q(comment or ""), "nodes": str(plan.nodes),
+        "ranks_per_node": str(plan.ranks_per_node), "gpu_request": q(gpu_request(slurm, point.gpus_per_node)),
         "stdout": q(f"{d}/{PointPaths.stdout_name()}"), "stderr": q(f"{d}/{PointPaths.stderr_name()}"),
-        "dir": q(d), "launch": "\n".join(launch), "exitcode": q(f"{d}/{PointPaths.EXITCODE}"),
+        "dir": q(plan.workdir), "launch": launch_lines(plan), "exitcode": q(f"{d}/{PointPaths.EXITCODE}"),
     }
 
 
 def render_job(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None = None) -> str:
     """The point's job script, with its own settings: the sweep's [slurm], and its axes' values (Point.settings)."""
     slurm = point.settings(spec.slurm)
-    values = point_values(spec, point, paths, python, comment, slurm)
-    return _TOKEN.sub(lambda m: values[m.group(1)], _skeleton(slurm, spec.sweep.name, bool(point.gpus_per_node),
-                                                              bool(comment)))
+    plan = plan_launch(spec, point, str(paths.dir), python)
+    values = point_values(spec, point, paths, plan, comment, slurm)
+    return _TOKEN.sub(lambda m: values[m.group(1)], _skeleton(slurm, plan.env, spec.sweep.name,
+                                                              bool(point.gpus_per_node), bool(comment)))

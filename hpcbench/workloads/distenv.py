@@ -108,8 +108,8 @@ def from_environ(env: Mapping[str, str] | None = None) -> DistEnv:
         rank = int(env["OMPI_COMM_WORLD_RANK"])
         world = int(env["OMPI_COMM_WORLD_SIZE"])
         local = int(env.get("OMPI_COMM_WORLD_LOCAL_RANK", 0))
-        local_size = int(env.get("OMPI_COMM_WORLD_LOCAL_SIZE", 1))
-        node_rank = _first_int(env, "OMPI_COMM_WORLD_NODE_RANK") or rank // max(local_size, 1)
+        # Not OMPI_COMM_WORLD_NODE_RANK: that is the rank among every process on the node, not the node's index.
+        node_rank = rank // max(int(env.get("OMPI_COMM_WORLD_LOCAL_SIZE", 1)), 1)
     elif "PMI_RANK" in env or "PMIX_RANK" in env:
         launcher = "pmi"
         rank = _first_int(env, "PMI_RANK", "PMIX_RANK") or 0

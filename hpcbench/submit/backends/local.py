@@ -12,7 +12,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from hpcbench.errors import ConfigError
@@ -22,12 +23,14 @@ from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
 from hpcbench.submit.backends.base import Backend
-from hpcbench.submit.launch import horovod_mpi, rank_argv
+from hpcbench.submit.launch import LaunchPlan, plan_launch
 
 # Variables that would make a rank believe it belongs to some other job or launcher.
 _FOREIGN_PREFIXES = ("SLURM_", "SLURMD_", "OMPI_", "PMI_", "PMIX_", "MASTER_", "RANK", "LOCAL_RANK", "WORLD_SIZE")
 # ... but the user's own OpenMPI settings (root permission, MCA parameters) are for mpirun to read.
 _KEEP = ("OMPI_MCA_", "OMPI_ALLOW_RUN_AS_ROOT")
+# One host, its cores shared by every rank: no binding, and more ranks than cores allowed.
+MPIRUN_OPTIONS = ("--oversubscribe", "--bind-to", "none")
 
 GRACE_S = 30  # after the first rank fails, how long the others get to fail on their own
 
@@ -38,37 +41,45 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rank_environments(spec: SweepSpec, point: Point, job_id: str) -> list[dict[str, str]]:
-    """The environment srun would give each rank, for ranks started on this machine."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_PREFIXES) or k.startswith(_KEEP)}
-    host = socket.gethostname()
-    slurm = point.settings(spec.slurm)  # the sweep's [slurm], with the point's own axes (its env included)
-    base.update({
-        "NCCL_DEBUG": "INFO",
-        "OMP_NUM_THREADS": str(slurm.cpus_per_task),
-        **dict(slurm.env),
-        "HPCBENCH_JOB_ID": job_id,
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(free_port()),
-        "SLURM_NTASKS": str(point.world_size),
-        "SLURM_NNODES": str(point.nodes),
-        "SLURM_JOB_NUM_NODES": str(point.nodes),
-        "SLURM_NTASKS_PER_NODE": str(point.ranks_per_node),
-        "SLURM_CPUS_PER_TASK": str(slurm.cpus_per_task),
-        "SLURM_JOB_NODELIST": host,
-    })
-    envs = []
-    for rank in range(point.world_size):
-        env = dict(base)
-        env.update({"SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank % point.ranks_per_node),
-                    "SLURM_NODEID": str(rank // point.ranks_per_node)})
-        envs.append(env)
-    return envs
+@dataclass(frozen=True)
+class Here:
+    """What the local backend takes from this machine: the caller's environment, its name, a free port, root."""
+
+    environ: Mapping[str, str]
+    host: str
+    port: int
+    root: bool
+
+    @classmethod
+    def now(cls) -> Here:
+        return cls(dict(os.environ), socket.gethostname(), free_port(), os.geteuid() == 0)
 
 
-def mpi_launched(point: Point) -> bool:
-    """Horovod's MPI controller needs an MPI launcher to start its ranks (one rank can start alone)."""
-    return horovod_mpi(point) and point.world_size > 1
+@dataclass(frozen=True)
+class Start:
+    """One process the local backend starts: its argv and environment (the cwd is the plan's workdir)."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+
+
+def local_starts(plan: LaunchPlan, job_id: str, here: Here) -> list[Start]:
+    """The local backend's rendering of a launch plan: every rank on this machine, started directly with the
+    environment srun would give it, or, for ranks that only an MPI launcher can wire up, by one mpirun. Every way
+    this differs from the plan's ranks on Slurm is here, each with why."""
+    inherited = {k: v for k, v in here.environ.items() if not k.startswith(_FOREIGN_PREFIXES) or k.startswith(_KEEP)}
+    own = {
+        "HPCBENCH_JOB_ID": job_id,  # no Slurm job id: the records' job id, and distenv's
+        "MASTER_ADDR": "127.0.0.1",  # every rank is on this host
+        "MASTER_PORT": str(here.port),  # a port free here, not one derived from a Slurm job id
+        "SLURM_JOB_NODELIST": here.host,  # the one node, as Slurm would name it
+    }
+    if plan.needs_mpi and plan.world_size > 1:  # one mpirun starts every rank; OpenMPI's variables tell each its rank
+        # Containers run as root; mpirun refuses that unless told twice.
+        root = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} if here.root else {}
+        env = {**inherited, **plan.step_env(), **own, **root}
+        return [Start(("mpirun", "-np", str(plan.world_size), *MPIRUN_OPTIONS, *plan.rank_argv), env)]
+    return [Start(plan.rank_argv, {**inherited, **plan.rank_env(rank), **own}) for rank in range(plan.world_size)]
 
 
 class LocalBackend(Backend):
@@ -95,18 +106,10 @@ class LocalBackend(Backend):
     def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
         self._count += 1
         job_id = f"local{os.getpid()}-{self._count}"
-        argv = rank_argv(point, str(paths.dir), python)
-        envs = rank_environments(spec, point, job_id)
+        plan = plan_launch(spec, point, str(paths.dir), python)
         with open(paths.stdout(job_id), "ab") as out, open(paths.stderr(job_id), "ab") as err:
-            if mpi_launched(point):  # one mpirun starts every rank; OpenMPI's variables tell each its rank
-                common = {k: v for k, v in envs[0].items() if not k.startswith(("SLURM_PROCID", "SLURM_LOCALID",
-                                                                                  "SLURM_NODEID"))}
-                if os.geteuid() == 0:  # containers run as root; mpirun refuses that unless told twice
-                    common.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-                mpirun = ["mpirun", "-np", str(point.world_size), "--oversubscribe", "--bind-to", "none"]
-                procs = [subprocess.Popen([*mpirun, *argv], env=common, stdout=out, stderr=err, cwd=paths.dir)]
-            else:
-                procs = [subprocess.Popen(argv, env=env, stdout=out, stderr=err, cwd=paths.dir) for env in envs]
+            procs = [subprocess.Popen(s.argv, env=s.env, stdout=out, stderr=err, cwd=plan.workdir)
+                     for s in local_starts(plan, job_id, Here.now())]
             rc = _wait_all(procs, time_seconds(point.settings(spec.slurm).time), err, self.on_tick)
         atomic_write_text(paths.exitcode, f"{rc}\n")
         return job_id
