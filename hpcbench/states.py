@@ -1,12 +1,14 @@
-"""What happened to each point: derived from the point's folder, the ledger and the scheduler.
+"""What happened to each point: derived from the point's folder and the ledger, and the scheduler's
+word where the caller asked for it (hpcbench.submit.status).
 
 Nothing is dropped: every planned point gets exactly one PointState, with a reason when it is not ok.
 The state names are Slurm's own (COMPLETED, FAILED, TIMEOUT, ...), plus four of hpcbench's for
 what Slurm cannot know: MISSING, UNPARSABLE, NOT_SUBMITTED and UNKNOWN.
 
-Sources, most trusted first: the point's result record; the scheduler's word on the point's job
-(one squeue call, plus one sacct call where accounting runs); and, once the scheduler has
-forgotten the job, what the job script left in the point's folder (its exit-status file and logs).
+Sources, most trusted first: the point's result record; the scheduler's word on the point's job (asked
+now, or as the ledger's ``ended`` line kept it when `status` last heard the job end); and what the job
+script left in the point's folder (its exit-status file and logs). Without the scheduler's word, a job
+the ledger does not know to be over is UNKNOWN, never guessed MISSING.
 """
 
 from __future__ import annotations
@@ -15,15 +17,14 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TextIO
+from typing import Literal
 
 from hpcbench import records
-from hpcbench.errors import HpcbenchError, SchemaError
+from hpcbench.errors import SchemaError
+from hpcbench.jobs import Job, SchedulerView
 from hpcbench.plan.expand import Point
 from hpcbench.records import ErrorRecord, ResultRecord
 from hpcbench.rundir import PointPaths, RunDir
-from hpcbench.submit import slurm
-from hpcbench.submit.slurm import JobInfo
 from hpcbench.vocab import (
     CANCELLED,
     COMPLETED,
@@ -187,10 +188,17 @@ def _join(*parts: str | None) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def point_state(p: Point, paths: PointPaths, sub: dict | None, job: JobInfo | None,
-                queue_read: bool = True) -> PointState:
-    """One point's state. ``job`` is the scheduler's record of the point's job (None: it knows none);
-    ``queue_read`` False means the scheduler could not be asked at all."""
+#: what is known of the scheduler's view of a job it has no record of: it was asked (the job is gone), it could
+#: not be asked, or it was not asked (a summary reads the disk only)
+Queue = Literal["read", "unreadable", "not asked"]
+_UNKNOWN_WHY = {"unreadable": "the queue could not be read",
+                "not asked": "its end is not in the ledger (hpcbench status RUN_DIR asks the scheduler)"}
+
+
+def point_state(p: Point, paths: PointPaths, sub: dict | None, job: Job | None,
+                queue: Queue = "read") -> PointState:
+    """One point's state. ``job`` is the scheduler's record of the point's job (None: it has none);
+    ``queue`` says whether an absent record means the job is gone."""
     job_id = sub.get("job_id") if sub else None
     backend = sub.get("backend") if sub else None
     pack = sub.get("pack") if sub else None
@@ -226,13 +234,13 @@ def point_state(p: Point, paths: PointPaths, sub: dict | None, job: JobInfo | No
         return make(state=implied, reason=line)
     if code is not None:
         return make(state=FAILED, reason=_exit_reason(code, line))
-    if not queue_read and backend != "local":
-        return make(state=UNKNOWN, reason=f"job {job_id}: no result yet, and the queue could not be read")
+    if queue != "read":
+        return make(state=UNKNOWN, reason=f"job {job_id}: no result yet, and {_UNKNOWN_WHY[queue]}")
     why = f"job {job_id} left the queue without a result or exit code"
     return make(state=MISSING, reason=why + (f"; last log line: {line}" if line else " and without logs"))
 
 
-def _with_result(make: partial[PointState], paths: PointPaths, pack: str | None, job: JobInfo | None) -> PointState:
+def _with_result(make: partial[PointState], paths: PointPaths, pack: str | None, job: Job | None) -> PointState:
     try:
         rec = ResultRecord.from_dict(records.read_json(paths.result, records.RESULT), str(paths.result))
     except (SchemaError, TypeError, KeyError) as e:
@@ -244,7 +252,7 @@ def _with_result(make: partial[PointState], paths: PointPaths, pack: str | None,
     return make(state=COMPLETED, result=rec)
 
 
-def _ended(make: partial[PointState], job: JobInfo, pack: str | None, failure: str | None, code: int | None,
+def _ended(make: partial[PointState], job: Job, pack: str | None, failure: str | None, code: int | None,
            line: str) -> PointState:
     """A job the scheduler says has ended, without a result record."""
     state = SLURM_ENDED[job.state]
@@ -263,47 +271,62 @@ def _ended(make: partial[PointState], job: JobInfo, pack: str | None, failure: s
     return make(state=state, reason=_join(slurm_why, failure or line))
 
 
-@dataclass(frozen=True)
-class SchedulerView:
-    """What the scheduler said about a run's jobs in one poll. ``read`` False: it could not be asked."""
+def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None = None) -> list[PointState]:
+    """Every planned point's state.
 
-    jobs: dict[str, JobInfo]
-    read: bool = True
-    accounting: bool = False  # sacct answered too
-
-
-def scheduler_view(rd: RunDir) -> SchedulerView:
-    """One squeue call for the whole run, plus one sacct call for jobs squeue has forgotten."""
-    ids = rd.queued_job_ids()
-    if not ids:
-        return SchedulerView({})
-    try:
-        seen = slurm.snapshot()
-    except HpcbenchError:
-        return SchedulerView({}, read=False)
-    jobs = {j: seen[j] for j in ids if j in seen}
-    gone = [j for j in ids if j not in jobs]
-    acct = slurm.accounting(gone) if gone else None
-    if acct:
-        jobs.update({j: acct[j] for j in gone if j in acct})
-    return SchedulerView(jobs, True, acct is not None)
-
-
-def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None) -> list[PointState]:
-    """Every planned point's state. ``view`` may also be {job id: Slurm state} or None (queue unreadable)."""
-    if view is None:
-        view = SchedulerView({}, read=False)
-    elif isinstance(view, dict):
-        view = SchedulerView({j: JobInfo(j, s) for j, s in view.items()})
+    ``view``: what the schedulers said just now (hpcbench.submit.status.scheduler_view), or {job id: Slurm
+    state}; None: the disk only, where the ledger's ``finished`` and ``ended`` lines tell which jobs are over.
+    """
+    if isinstance(view, dict):
+        view = SchedulerView({j: Job(j, "", state=s) for j, s in view.items()})
     subs = rd.submissions()
     earlier = ended_attempts(rd)
+    over = ended_jobs(rd)
     out = []
     for p in rd.points():
         sub = subs.get(p.id)
-        job = view.jobs.get(str(sub.get("job_id"))) if sub and sub.get("job_id") else None
-        st = point_state(p, rd.point(p), sub, job, view.read)
+        job_id = str(sub["job_id"]) if sub and sub.get("job_id") else None
+        job = view.jobs.get(job_id) if view is not None and job_id else None
+        queue: Queue = "not asked" if view is None else "read" if view.read else "unreadable"
+        if job is None and job_id in over:  # over by the ledger's word: its absence from the queue says so
+            job, queue = over[job_id], "read"
+        st = point_state(p, rd.point(p), sub, job, queue)
         out.append(replace(st, earlier=tuple(earlier[p.id])) if p.id in earlier else st)
     return out
+
+
+def ended_jobs(rd: RunDir) -> dict[str, Job | None]:
+    """Jobs the ledger knows to be over: job id -> the scheduler's last word on it (None: it said none).
+
+    A backend that runs its points before submit returns records ``finished``; for a queued one, `status`
+    records ``ended`` when the scheduler says the job ended or has forgotten it (record_ended).
+    """
+    out: dict[str, Job | None] = {}
+    for e in rd.events():
+        if e["event"] in ("finished", "ended") and e.get("job_id"):
+            jid = str(e["job_id"])
+            out[jid] = Job(jid, str(e.get("backend") or ""), state=e.get("state", ""), reason=e.get("reason", ""),
+                           exit_code=e.get("exit_code", "")) if e.get("state") else None
+    return out
+
+
+def record_ended(rd: RunDir, view: SchedulerView, states: list[PointState]) -> None:
+    """Keep in the ledger the scheduler's word on each job it says ended (or has forgotten), once per job, so
+    that a summary, which reads only the disk, tells what `status` told."""
+    if not view.read:
+        return
+    known = ended_jobs(rd)
+    for s in states:
+        job = view.jobs.get(s.job_id or "")
+        # A pack's allocation may run on after one of its points is over: only the job's own end is kept.
+        if not s.final or s.ok or not s.job_id or s.job_id in known or (job is not None and job.active):
+            continue
+        said = {"state": job.state, "reason": job.reason, "exit_code": job.exit_code} if job else {}
+        try:
+            rd.record("ended", s.point.id, job_id=s.job_id, backend=s.backend, **said)
+        except PermissionError:  # someone else's run: the states shown stand, only the note is not kept
+            return
+        known[s.job_id] = None
 
 
 def ended_attempts(rd: RunDir) -> dict[str, list[dict]]:
@@ -339,34 +362,3 @@ def count_line(states: list[PointState]) -> str:
     """``3 COMPLETED, 1 RUNNING, 2 PENDING`` in the fixed order of STATES."""
     c = counts(states)
     return ", ".join(f"{c[s]} {s}" for s in STATES if c[s])
-
-
-class Progress:
-    def __init__(self, stream: TextIO):
-        self.stream = stream
-        self.tty = bool(getattr(stream, "isatty", lambda: False)())
-        self.last: str | None = None
-        self.width = 0
-
-    def show(self, line: str) -> None:
-        if line == self.last:
-            return
-        self.last = line
-        if self.tty:
-            # Pad over the previous line, which may have been longer.
-            self.stream.write("\r" + line.ljust(self.width))
-            self.width = max(self.width, len(line))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def done(self) -> None:
-        if self.tty and self.last is not None:
-            self.stream.write("\n")
-            self.stream.flush()
-
-    def clear(self) -> None:
-        """Take the live line away (on a terminal), so the next line printed replaces it."""
-        if self.tty and self.last is not None:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()

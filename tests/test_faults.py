@@ -18,7 +18,8 @@ from conftest import run_cli, write
 
 from hpcbench.rundir import RunDir
 from hpcbench.submit import slurm
-from hpcbench.submit.status import collect, scheduler_view
+from hpcbench.states import collect
+from hpcbench.submit.status import scheduler_view
 
 pytestmark = pytest.mark.slurm
 
@@ -38,7 +39,7 @@ def submit(tmp: Path, name: str, body: str) -> Path:
 
 def wait_running(run: Path, timeout: float = 400) -> str:
     rd = RunDir.open(run)
-    [job] = rd.queued_job_ids()
+    [job] = [s["job_id"] for s in rd.submissions().values() if s.get("job_id")]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         info = slurm.snapshot().get(job)

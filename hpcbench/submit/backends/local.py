@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 from hpcbench.errors import ConfigError
 from hpcbench.files import atomic_write_text
+from hpcbench.jobs import Job
 from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
@@ -74,8 +75,8 @@ def mpi_launched(point: Point) -> bool:
 class LocalBackend(Backend):
     """Run every rank on this machine, one point after another. No scheduler needed."""
 
-    name = "local"
     queued = False
+    auto_rank = 0  # runs anywhere: --backend auto's last choice
 
     def __init__(self) -> None:
         self._count = 0
@@ -92,7 +93,7 @@ class LocalBackend(Backend):
                                   hint='use device = "cpu" (ranks_per_node instead of gpus_per_node), or submit to '
                                        "Slurm with --backend sbatch")
 
-    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
+    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
         self._count += 1
         job_id = f"local{os.getpid()}-{self._count}"
         argv = rank_argv(point, str(paths.dir), python)
@@ -109,7 +110,7 @@ class LocalBackend(Backend):
                 procs = [subprocess.Popen(argv, env=env, stdout=out, stderr=err, cwd=paths.dir) for env in envs]
             rc = _wait_all(procs, time_seconds(point.settings(spec.slurm).time), err, self.on_tick)
         atomic_write_text(paths.exitcode, f"{rc}\n")
-        return job_id
+        return self.job(job_id, paths)
 
 
 def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: BinaryIO,

@@ -8,7 +8,8 @@ from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
-from hpcbench.submit.backends.base import Backend
+from hpcbench.jobs import Job
+from hpcbench.submit.backends.base import SlurmQueue
 from hpcbench.submit.launch import launcher_argv, rank_args
 from hpcbench.submit.render import job_name, setup_lines
 from hpcbench.workloads.config import MODULE
@@ -33,10 +34,8 @@ def _sbatch_args(args: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-class SubmititBackend(Backend):
+class SubmititBackend(SlurmQueue):
     """Submit through submitit's SlurmExecutor: srun starts one task per rank, each calls run_rank()."""
-
-    name = "submitit"
 
     def check(self, spec: SweepSpec) -> None:
         super().check(spec)
@@ -46,7 +45,7 @@ class SubmititBackend(Backend):
                 raise ConfigError(f"{spec.path}: {where}: {launcher!r} cannot be used with --backend submitit",
                                   hint="submitit always starts ranks with srun; use --backend sbatch for mpirun")
 
-    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
+    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
         try:
             import submitit
         except ImportError:
@@ -81,6 +80,6 @@ class SubmititBackend(Backend):
             job = ex.submit(run_rank, point.kind, rank_args(point, str(paths.dir)))
         except Exception as e:  # noqa: BLE001 - submitit wraps sbatch failures in its own types
             raise SchedulerError(f"submitit could not submit {point.label}: {str(e).strip().splitlines()[-1]}") from None
-        return str(job.job_id)
+        return self.job(str(job.job_id), paths)
 
 
