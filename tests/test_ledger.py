@@ -15,10 +15,10 @@ from hpcbench.errors import ConfigError, RunDirBusy
 from hpcbench.files import atomic_write_json
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
-from hpcbench.rundir import RunDir
-from hpcbench.submit.slurm import JobInfo, parse_sacct, parse_squeue
 from hpcbench.jobs import Job, SchedulerView
-from hpcbench.states import STATES, collect, parse_states, point_state
+from hpcbench.rundir import RunDir
+from hpcbench.states import STATES, collect, parse_states, point_state, record_ended
+from hpcbench.submit.slurm import JobInfo, parse_sacct, parse_squeue
 from hpcbench.submit.status import Progress
 
 GC3PIE_FIELDS = ("JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start", "End",
@@ -76,6 +76,28 @@ def test_scheduler_words_become_point_states_with_reasons(tmp_path):
     assert got[pts[1].id].reason == "Slurm: NODE_FAIL (NodeDown), exit 1:0"
     assert "wrote no result record" in got[pts[3].id].reason
     assert all(s.final for s in got.values())
+
+
+def test_a_summary_reads_the_disk_and_status_keeps_the_schedulers_word_there(tmp_path):
+    """Without the scheduler, a job the ledger does not know to be over is UNKNOWN, never guessed; once status
+    has heard it end (or found it gone), the ledger keeps that word and the disk alone gives the same states."""
+    rd, pts = make_run(tmp_path)
+    for i, p in enumerate(pts):
+        rd.record("submitted", p.id, job_id=str(400 + i), backend="sbatch")
+    disk = collect(rd)
+    assert [s.state for s in disk] == ["UNKNOWN"] * 4
+    assert "its end is not in the ledger (hpcbench status RUN_DIR asks the scheduler)" in disk[0].reason
+    view = SchedulerView({"400": Job("400", "sbatch", state="TIMEOUT", reason="TimeLimit"),
+                          "401": Job("401", "sbatch", state="RUNNING", reason="None")})
+    live = collect(rd, view)
+    assert [s.state for s in live] == ["TIMEOUT", "RUNNING", "MISSING", "MISSING"]
+    record_ended(rd, view, live)
+    record_ended(rd, view, live)  # once per job
+    assert [e["job_id"] for e in rd.events() if e["event"] == "ended"] == ["400", "402", "403"]
+    again = collect(rd)
+    assert [(s.state, s.reason) for s in again] == [(s.state, s.reason) if s.final else ("UNKNOWN", again[1].reason)
+                                                     for s in live]
+    assert again[0].reason == "Slurm: TIMEOUT (TimeLimit)"
 
 
 def test_folder_alone_tells_the_ending_when_the_scheduler_forgot(tmp_path):
