@@ -20,7 +20,7 @@ from functools import partial
 from typing import Literal
 
 from hpcbench import records
-from hpcbench.errors import SchemaError
+from hpcbench.errors import NoSpace, SchemaError
 from hpcbench.jobs import Job, SchedulerView
 from hpcbench.plan.expand import Point
 from hpcbench.records import ErrorRecord, ResultRecord
@@ -324,7 +324,7 @@ def record_ended(rd: RunDir, view: SchedulerView, states: list[PointState]) -> N
         said = {"state": job.state, "reason": job.reason, "exit_code": job.exit_code} if job else {}
         try:
             rd.record("ended", s.point.id, job_id=s.job_id, backend=s.backend, **said)
-        except PermissionError:  # someone else's run: the states shown stand, only the note is not kept
+        except (OSError, NoSpace):  # a run not ours to write, or a full disk: the states shown stand, unkept
             return
         known[s.job_id] = None
 

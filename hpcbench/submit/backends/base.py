@@ -18,8 +18,8 @@ from hpcbench.rundir import PointPaths
 
 
 class Backend(ABC):
-    #: the name it is registered under (set by the registry)
-    name: str
+    #: the name it is registered under (set by the registry, which makes every backend hpcbench uses)
+    name: str = ""
     #: True when submit() returns before the point has run (a scheduler queue): its jobs are asked about
     #: with status() and can be cancelled. False: submit() returns once the point is over.
     queued: bool = True
@@ -82,8 +82,6 @@ class Backend(ABC):
 class SlurmQueue(Backend):
     """What every backend that queues through Slurm shares: status from one squeue call (plus one sacct call
     for the jobs squeue has forgotten), scancel, the comments squeue shows."""
-
-    auto_rank = None
 
     def available(self) -> bool:
         from hpcbench.submit import slurm
