@@ -22,8 +22,8 @@ from conftest import REPO, run_cli, write
 from hpcbench.errors import NoSpace
 from hpcbench.ops import minicluster
 from hpcbench.rundir import RunDir
-from hpcbench.submit import slurm
 from hpcbench.states import collect
+from hpcbench.submit import slurm
 from hpcbench.submit.status import scheduler_view
 
 LAY = minicluster.Layout(minicluster.DEFAULT_DIR.resolve())

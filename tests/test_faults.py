@@ -17,8 +17,8 @@ import pytest
 from conftest import run_cli, write
 
 from hpcbench.rundir import RunDir
-from hpcbench.submit import slurm
 from hpcbench.states import collect
+from hpcbench.submit import slurm
 from hpcbench.submit.status import scheduler_view
 
 pytestmark = pytest.mark.slurm

@@ -13,9 +13,9 @@ from conftest import DATA, REPO
 
 from hpcbench.errors import ConfigError, RunDirBusy
 from hpcbench.files import atomic_write_json
+from hpcbench.jobs import Job, SchedulerView
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
-from hpcbench.jobs import Job, SchedulerView
 from hpcbench.rundir import RunDir
 from hpcbench.states import STATES, collect, parse_states, point_state, record_ended
 from hpcbench.submit.slurm import JobInfo, parse_sacct, parse_squeue

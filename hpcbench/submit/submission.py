@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.jobs import Job
 from hpcbench.plan.expand import Point, current_jobs
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
-from hpcbench.jobs import Job
 from hpcbench.states import PointState, collect, record_ended
 from hpcbench.submit import registry
 from hpcbench.submit.backends.base import Backend

@@ -4,11 +4,11 @@ import math
 from typing import Any
 
 from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.jobs import Job
 from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
-from hpcbench.jobs import Job
 from hpcbench.submit.backends.base import SlurmQueue
 from hpcbench.submit.launch import launcher_argv, rank_args
 from hpcbench.submit.render import job_name, setup_lines
