@@ -13,6 +13,7 @@ def cmd_summarize(args: Args) -> int:
     from hpcbench.errors import ConfigError
     from hpcbench.report import summarize as sm
     from hpcbench.report.history import record_report
+    from hpcbench.vocab import UNKNOWN
 
     if args.compare:
         if args.paths:
@@ -31,6 +32,9 @@ def cmd_summarize(args: Args) -> int:
         print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:
         print(report.partial_note(), file=side)
+        if not args.refresh and any(s.state == UNKNOWN for s in report.inputs.samples):
+            print("(a summary reads only the disk: --refresh asks the scheduler about jobs not known to have ended)",
+                  file=side)
     bad = [a for a in report.aggs if a.n_ok < len(a.samples)]
     # Failed points are reported, not an error of this command (--strict makes them one);
     # a reference regression or an error-level transport check is.
