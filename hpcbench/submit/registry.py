@@ -44,9 +44,16 @@ def create(name: str, hold: bool = False) -> Backend:
         raise ConfigError(f"--backend: unknown backend {name!r} (choose from: {', '.join(names()) or 'none'})",
                           hint="a site's backend is installed as a package (pip install ...); "
                                "hpcbench's own are registered when hpcbench is installed: pip install -e .")
-    factory: Callable[[], Backend] = ep.load()
+    try:
+        factory: Callable[[], Backend] = ep.load()
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"backend {name!r} ({ep.value}) cannot be loaded: {e}",
+                          hint="reinstall the package that provides it, or choose another --backend") from None
     backend = factory()
-    if not getattr(backend, "name", None):  # a factory such as auto returns a backend already named
+    if not isinstance(backend, Backend):
+        raise ConfigError(f"backend {name!r} ({ep.value}) made a {type(backend).__name__}, not a Backend",
+                          hint="its entry point must name a Backend subclass (hpcbench.submit.backends.base)")
+    if not backend.name:  # a factory such as auto returns a backend already named
         backend.name = name
     if hold and not backend.holds:
         able = [n for n in names() if (b := known(n)) is not None and b.holds]
