@@ -283,7 +283,12 @@ class RunDir:
         return comment[len(prefix):] if comment.startswith(prefix) else None
 
     def points(self) -> list[Point]:
-        return [Point.from_dict(d) for d in self.plan_doc["points"]]
+        return list(self._points)
+
+    @cached_property
+    def _points(self) -> tuple[Point, ...]:
+        # Points are frozen and plan.json never changes: one poll asks twice (the jobs to ask about, the states).
+        return tuple(Point.from_dict(d) for d in self.plan_doc["points"])
 
     def record(self, event: str, point_id: str, **fields: Any) -> None:
         """Append one ledger line. Lines are small and written under a lock, so concurrent writers are safe."""
