@@ -71,7 +71,9 @@ def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backen
 
 
 def cmd_plan(args: Args) -> int:
-    args.dry_run, args.backend, args.wait, args.poll = True, None, False, 5.0
+    from hpcbench.submit.registry import AUTO
+
+    args.dry_run, args.backend, args.wait, args.poll = True, AUTO, False, 5.0
     return cmd_sweep(args)
 
 
