@@ -104,7 +104,9 @@ def test_scancel_of_a_running_job_is_cancelled(faults):
     assert row["state"] == "CANCELLED", row
     assert "CANCELLED" in row["reason"], row
     events = [json.loads(line) for line in (faults["cancel"] / "ledger.jsonl").read_text().splitlines()]
-    assert events[-1]["event"] == "cancelled" and events[-1]["reason"] == "hpcbench cancel"
+    # the cancel, then (from `status`) Slurm's word on the job's end, which the summary above read
+    assert [e["event"] for e in events][-2:] == ["cancelled", "ended"], events
+    assert events[-2]["reason"] == "hpcbench cancel" and events[-1]["state"] == "CANCELLED"
 
 
 def test_node_down_during_a_two_node_job_is_node_fail(faults):
