@@ -132,7 +132,8 @@ def bench_submit_and_status(tmp: Path, n: int, rounds: int) -> None:
             if r == 0:
                 _status_calls(tmp, runs[0], n)
         finally:
-            ids += [j for run in runs if (run / "ledger.jsonl").exists() for j in RunDir(run).queued_job_ids()]
+            ids += [s["job_id"] for run in runs if (run / "ledger.jsonl").exists()
+                    for s in RunDir(run).submissions().values() if s.get("job_id")]
             for i in range(0, len(ids), 500):
                 subprocess.run(["scancel", *ids[i:i + 500]], check=False)
     for way, values in ratios.items():

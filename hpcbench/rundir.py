@@ -6,7 +6,9 @@
       cluster.txt         the path of the cluster profile file the sweep used, if any
       plan.json           the expanded points (hpcbench.plan/1)
       ledger.jsonl        one line per event (hpcbench.ledger/1): submitting (the intent, written before
-                          sbatch), submitted, submit_failed, submit_lost, finished, cancelled
+                          sbatch), submitted, submit_failed, submit_lost, finished (a point run before
+                          submit returned), ended (the scheduler's word on a job it says is over, kept by
+                          status), attempt_ended, cancelled; each names the backend by its registered name
       .lock               flock'ed by the one hpcbench that submits to this run; holds its pid
       summary.csv         written by summarize (one row per point x repeat)
       report/             summarize's report.md, plots, records.csv / records.json
@@ -18,7 +20,7 @@
         exitcode          the launcher's exit status, written by the job script / local backend
         attempts/<jobid>/ what an earlier attempt left (result, exitcode, error records), moved
                           aside when the point is resubmitted
-        result.json       hpcbench.result/1, from rank 0
+        result.json       hpcbench.result/3 (readers take /1 and /2 too), from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
         timeline.json     Horovod timeline (workload.timeline = true)
         checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)
@@ -281,7 +283,12 @@ class RunDir:
         return comment[len(prefix):] if comment.startswith(prefix) else None
 
     def points(self) -> list[Point]:
-        return [Point.from_dict(d) for d in self.plan_doc["points"]]
+        return list(self._points)
+
+    @cached_property
+    def _points(self) -> tuple[Point, ...]:
+        # Points are frozen and plan.json never changes: one poll asks twice (the jobs to ask about, the states).
+        return tuple(Point.from_dict(d) for d in self.plan_doc["points"])
 
     def record(self, event: str, point_id: str, **fields: Any) -> None:
         """Append one ledger line. Lines are small and written under a lock, so concurrent writers are safe."""
@@ -334,11 +341,6 @@ class RunDir:
     def recorded_job_ids(self) -> set[str]:
         """Every job id the ledger ever named for this run (older attempts included)."""
         return {str(e["job_id"]) for e in self.events() if e.get("job_id")}
-
-    def queued_job_ids(self) -> list[str]:
-        """Current job ids of this run that went through a scheduler queue (everything but the local backend)."""
-        ids = {s["job_id"] for s in self.submissions().values() if s.get("backend") != "local" and s.get("job_id")}
-        return sorted(ids, key=lambda j: (len(j), j))
 
 
 SUBMIT_EVENTS = ("submitting", "submitted", "submit_failed", "submit_lost")

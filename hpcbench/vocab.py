@@ -99,9 +99,6 @@ SLURM_ENDED = {"COMPLETED": COMPLETED, "FAILED": FAILED, "TIMEOUT": TIMEOUT, "CA
 ERROR, WARNING, INFO, OK = "error", "warning", "info", "ok"
 SEVERITIES = (ERROR, WARNING, INFO, OK)
 
-# --- how points are run (--backend) ----------------------------------------------------------------------------
-SUBMITTERS = ("auto", "sbatch", "submitit", "local")
-
 # --- what a log of a job hpcbench did not launch gave ----------------------------------------------------------
 PARSED, NO_RESULT, NOT_MEASURED = "parsed", "no result", "not measured"  # a measurement / a cut one / none at all
 # A communication point whose ranks found that their library has no such collective: recorded, not failed.

@@ -42,6 +42,8 @@ def make_run(root: Path, results: list[tuple[Point, Any]]) -> RunDir:
     rd = RunDir.create(root, "", "constructed", [p for p, _ in results])
     for n, (p, what) in enumerate(results):
         rd.record("submitted", p.id, job_id=str(1000 + n), backend="local")
+        # as the local backend writes it: the point ran before submit returned (no exit status file here)
+        rd.record("finished", p.id, job_id=str(1000 + n), backend="local", exit_code="?")
         if isinstance(what, ResultRecord):
             atomic_write_json(rd.point(p).result, what.to_dict())
         elif isinstance(what, str):

@@ -89,6 +89,6 @@ def test_auto_backend_runs_locally_without_sbatch(cli, tmp_path):
 
 
 def test_auto_backend_picks_sbatch_when_it_is_on_path(slurm_cluster):
-    from hpcbench.submit.runner import make_backend
+    from hpcbench.submit.registry import create
 
-    assert make_backend("auto").name == "sbatch"
+    assert create("auto").name == "sbatch"

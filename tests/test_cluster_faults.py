@@ -22,8 +22,9 @@ from conftest import REPO, run_cli, write
 from hpcbench.errors import NoSpace
 from hpcbench.ops import minicluster
 from hpcbench.rundir import RunDir
+from hpcbench.states import collect
 from hpcbench.submit import slurm
-from hpcbench.submit.status import collect, scheduler_view
+from hpcbench.submit.status import scheduler_view
 
 LAY = minicluster.Layout(minicluster.DEFAULT_DIR.resolve())
 SLURM_ENV = {**os.environ, "SLURM_CONF": str(LAY.conf)}
@@ -218,9 +219,9 @@ def test_a_cluster_failure_is_retried_and_the_retry_completes(tmp_path, restored
                              "--poll", "1", "--max-retries", "1", "--run-dir", str(run)], cwd=REPO, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        _wait(lambda: (run / "ledger.jsonl").exists() and RunDir(run).queued_job_ids(), 60, "the submission")
+        _wait(lambda: (run / "ledger.jsonl").exists() and any(s.get("job_id") for s in RunDir(run).submissions().values()), 60, "the submission")
         rd = RunDir.open(run)
-        [first] = rd.queued_job_ids()
+        [first] = [s["job_id"] for s in rd.submissions().values()]
         if fault == "node":
             others_leave("node2", {first})
         wait_running(rd, first)

@@ -17,8 +17,9 @@ import pytest
 from conftest import run_cli, write
 
 from hpcbench.rundir import RunDir
+from hpcbench.states import collect
 from hpcbench.submit import slurm
-from hpcbench.submit.status import collect, scheduler_view
+from hpcbench.submit.status import scheduler_view
 
 pytestmark = pytest.mark.slurm
 
@@ -38,7 +39,7 @@ def submit(tmp: Path, name: str, body: str) -> Path:
 
 def wait_running(run: Path, timeout: float = 400) -> str:
     rd = RunDir.open(run)
-    [job] = rd.queued_job_ids()
+    [job] = [s["job_id"] for s in rd.submissions().values() if s.get("job_id")]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         info = slurm.snapshot().get(job)
@@ -103,7 +104,9 @@ def test_scancel_of_a_running_job_is_cancelled(faults):
     assert row["state"] == "CANCELLED", row
     assert "CANCELLED" in row["reason"], row
     events = [json.loads(line) for line in (faults["cancel"] / "ledger.jsonl").read_text().splitlines()]
-    assert events[-1]["event"] == "cancelled" and events[-1]["reason"] == "hpcbench cancel"
+    # the cancel, then (from `status`) Slurm's word on the job's end, which the summary above read
+    assert [e["event"] for e in events][-2:] == ["cancelled", "ended"], events
+    assert events[-2]["reason"] == "hpcbench cancel" and events[-1]["state"] == "CANCELLED"
 
 
 def test_node_down_during_a_two_node_job_is_node_fail(faults):

@@ -15,7 +15,7 @@ PACKAGE = REPO / "hpcbench"
 ORDER = (
     ("errors", "files", "collectives", "vocab", "stats", "proc", "findings", "tabular", "records"),
     ("plan",),
-    ("rundir",),
+    ("rundir", "jobs", "states"),
     ("workloads",),
     ("submit",),
     ("parse",),
@@ -81,6 +81,33 @@ def test_no_two_packages_import_each_other():
         edges |= {(mine, _stage(t)) for _, t in _imports(tree) if _stage(t) != mine}
     cycles = sorted(f"{a} <-> {b}" for a, b in edges if (b, a) in edges and a < b)
     assert not cycles, cycles
+
+
+def test_report_never_asks_the_scheduler():
+    """A summary reads the disk: report/ imports nothing of submit/ (live states come from `status`)."""
+    found = [f"{f.relative_to(REPO)}:{line} imports {target}" for f, tree in _modules()
+             if _stage(str(f.relative_to(REPO))) == "report"
+             for line, target in _imports(tree) if _stage(target) == "submit"]
+    assert not found, found
+
+
+def test_no_backend_is_known_by_name_outside_the_registry():
+    """What a backend can do is asked of its flags; only submit/registry.py deals in backend names."""
+    from hpcbench.submit.registry import names
+
+    assert {"auto", "sbatch", "submitit", "local"} <= set(names())
+    registered = set(names()) - {"auto"}  # also the name of a baseline mode (report/baseline.py)
+    found = []
+    for f, tree in _modules():
+        if f.relative_to(PACKAGE).as_posix() == "submit/registry.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):  # x == "local", x != "sbatch", x in ("local", ...)
+                operands = [node.left, *node.comparators]
+                words = [n for o in operands for n in ([o] if isinstance(o, ast.Constant) else getattr(o, "elts", []))
+                         if isinstance(n, ast.Constant) and n.value in registered]
+                found += [f"{f.relative_to(REPO)}:{w.lineno} compares with {w.value!r}" for w in words]
+    assert not found, found
 
 
 def test_functions_and_modules_are_small():

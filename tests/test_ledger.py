@@ -13,11 +13,13 @@ from conftest import DATA, REPO
 
 from hpcbench.errors import ConfigError, RunDirBusy
 from hpcbench.files import atomic_write_json
+from hpcbench.jobs import Job, SchedulerView
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
 from hpcbench.rundir import RunDir
+from hpcbench.states import STATES, collect, parse_states, point_state, record_ended
 from hpcbench.submit.slurm import JobInfo, parse_sacct, parse_squeue
-from hpcbench.submit.status import STATES, Progress, SchedulerView, collect, parse_states, point_state
+from hpcbench.submit.status import Progress
 
 GC3PIE_FIELDS = ("JobID", "ExitCode", "State", "NCPUS", "Elapsed", "TotalCPU", "Submit", "Start", "End",
                  "MaxRSS", "MaxVMSize")
@@ -62,10 +64,10 @@ def test_scheduler_words_become_point_states_with_reasons(tmp_path):
     for i, p in enumerate(pts):
         rd.record("submitted", p.id, job_id=str(100 + i), backend="sbatch")
     view = SchedulerView({
-        "100": JobInfo("100", "TIMEOUT", "TimeLimit"),
-        "101": JobInfo("101", "NODE_FAIL", "NodeDown", exit_code="1:0"),
-        "102": JobInfo("102", "OUT_OF_MEMORY", "OutOfMemory"),
-        "103": JobInfo("103", "COMPLETED", "None"),  # Slurm is content, but no result record
+        "100": Job("100", "sbatch", state="TIMEOUT", reason="TimeLimit"),
+        "101": Job("101", "sbatch", state="NODE_FAIL", reason="NodeDown", exit_code="1:0"),
+        "102": Job("102", "sbatch", state="OUT_OF_MEMORY", reason="OutOfMemory"),
+        "103": Job("103", "sbatch", state="COMPLETED", reason="None"),  # Slurm is content, but no result record
     })
     rd.point(pts[3]).exitcode.write_text("0\n")
     got = {s.point.id: s for s in collect(rd, view)}
@@ -74,6 +76,28 @@ def test_scheduler_words_become_point_states_with_reasons(tmp_path):
     assert got[pts[1].id].reason == "Slurm: NODE_FAIL (NodeDown), exit 1:0"
     assert "wrote no result record" in got[pts[3].id].reason
     assert all(s.final for s in got.values())
+
+
+def test_a_summary_reads_the_disk_and_status_keeps_the_schedulers_word_there(tmp_path):
+    """Without the scheduler, a job the ledger does not know to be over is UNKNOWN, never guessed; once status
+    has heard it end (or found it gone), the ledger keeps that word and the disk alone gives the same states."""
+    rd, pts = make_run(tmp_path)
+    for i, p in enumerate(pts):
+        rd.record("submitted", p.id, job_id=str(400 + i), backend="sbatch")
+    disk = collect(rd)
+    assert [s.state for s in disk] == ["UNKNOWN"] * 4
+    assert "its end is not in the ledger (hpcbench status RUN_DIR asks the scheduler)" in disk[0].reason
+    view = SchedulerView({"400": Job("400", "sbatch", state="TIMEOUT", reason="TimeLimit"),
+                          "401": Job("401", "sbatch", state="RUNNING", reason="None")})
+    live = collect(rd, view)
+    assert [s.state for s in live] == ["TIMEOUT", "RUNNING", "MISSING", "MISSING"]
+    record_ended(rd, view, live)
+    record_ended(rd, view, live)  # once per job
+    assert [e["job_id"] for e in rd.events() if e["event"] == "ended"] == ["400", "402", "403"]
+    again = collect(rd)
+    assert [(s.state, s.reason) for s in again] == [(s.state, s.reason) if s.final else ("UNKNOWN", again[1].reason)
+                                                     for s in live]
+    assert again[0].reason == "Slurm: TIMEOUT (TimeLimit)"
 
 
 def test_folder_alone_tells_the_ending_when_the_scheduler_forgot(tmp_path):
@@ -97,10 +121,10 @@ def test_packed_point_is_over_when_its_own_step_is(tmp_path):
     for p in pts:
         rd.record("submitted", p.id, job_id="300", backend="sbatch", pack="pack-1")
     rd.point(pts[0]).exitcode.write_text("3\n")
-    running = JobInfo("300", "RUNNING", "None")
+    running = Job("300", "sbatch", state="RUNNING", reason="None")
     states = [point_state(p, rd.point(p), rd.submissions()[p.id], running).state for p in pts]
     assert states == ["FAILED", "RUNNING", "RUNNING", "RUNNING"]
-    timed_out = JobInfo("300", "TIMEOUT", "TimeLimit")
+    timed_out = Job("300", "sbatch", state="TIMEOUT", reason="TimeLimit")
     s = point_state(pts[1], rd.point(pts[1]), rd.submissions()[pts[1].id], timed_out)
     assert s.state == "TIMEOUT" and s.pack == "pack-1"
 
@@ -190,5 +214,5 @@ def test_ledger_reread_after_every_append(tmp_path):
     for n in range(1, 4):
         other.record("submitted", pts[0].id, job_id=str(100 + n), backend="sbatch")
         assert rd.submissions()[pts[0].id]["job_id"] == str(100 + n)
-        assert rd.queued_job_ids() == [str(100 + n)]
+        assert [s["job_id"] for s in rd.submissions().values()] == [str(100 + n)]
     assert rd.recorded_job_ids() == {"101", "102", "103"}

@@ -12,8 +12,8 @@ from report_helpers import point
 from hpcbench.files import atomic_write_json
 from hpcbench.records import ErrorRecord
 from hpcbench.rundir import RunDir
+from hpcbench.states import PointState, collect
 from hpcbench.submit.retry import Retrier, classify
-from hpcbench.submit.status import PointState, collect
 
 GLOO_RESET = ("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:545] Read error "
               "[127.0.0.1]:36577: Connection reset by peer. This is typically caused by a remote worker hanging or "

@@ -9,7 +9,7 @@ from hpcbench.plan.spec import parse
 from hpcbench.records import ErrorRecord
 from hpcbench.report.summarize import summarize
 from hpcbench.rundir import RunDir
-from hpcbench.submit.status import collect
+from hpcbench.states import collect
 
 SWEEP = "[matrix]\nnodes = [1, 2]\nranks_per_node = [1, 2]\n[[exclude]]\nnodes = 1\nranks_per_node = 1\n"
 

@@ -11,7 +11,7 @@ from hpcbench.files import atomic_write_json
 from hpcbench.report.inputs import Inputs
 from hpcbench.report.samples import Sample
 from hpcbench.report.summarize import build, text
-from hpcbench.submit.status import COMPLETED, RUNNING
+from hpcbench.states import COMPLETED, RUNNING
 
 
 def small_run(tmp_path, name="run", factor=1.0):

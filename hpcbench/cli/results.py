@@ -13,11 +13,14 @@ def cmd_summarize(args: Args) -> int:
     from hpcbench.errors import ConfigError
     from hpcbench.report import summarize as sm
     from hpcbench.report.history import record_report
+    from hpcbench.vocab import UNKNOWN
 
     if args.compare:
         if args.paths:
             raise ConfigError("give either PATH... or --compare OLD NEW, not both")
         return _compare(args)
+    if args.refresh:
+        _refresh(args.paths)
     report = sm.build(args.paths, baseline=args.baseline, references=args.references, cluster=args.cluster)
     out = Path(args.out) if args.out else report.default_out()
     files = sm.write(report, out, plots=not args.no_plots)
@@ -29,10 +32,27 @@ def cmd_summarize(args: Args) -> int:
         print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:
         print(report.partial_note(), file=side)
+        if not args.refresh and any(s.state == UNKNOWN for s in report.inputs.samples):
+            print("(a summary reads only the disk: --refresh asks the scheduler about jobs not known to have ended)",
+                  file=side)
     bad = [a for a in report.aggs if a.n_ok < len(a.samples)]
     # Failed points are reported, not an error of this command (--strict makes them one);
     # a reference regression or an error-level transport check is.
     return 1 if (report.regressions or report.check_errors or (args.strict and bad)) else 0
+
+
+def _refresh(paths: list[str]) -> None:
+    """--refresh: ask the schedulers about every run among ``paths``; their word is kept in each run's ledger,
+    which the summary then reads (a summary alone reads only the disk)."""
+    from hpcbench.rundir import RunDir
+    from hpcbench.submit.status import refresh
+
+    for raw in paths:
+        path = Path(raw)
+        runs = [path] if (path / "plan.json").is_file() else sorted(f.parent for f in path.rglob("plan.json")) \
+            if path.is_dir() else []
+        for run in runs:
+            refresh(RunDir.open(run))
 
 
 def _compare(args: Args) -> int:
@@ -59,6 +79,9 @@ def args_summarize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", help="cluster name for references (default: SLURM_CLUSTER_NAME from provenance)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
+    p.add_argument("--refresh", action="store_true",
+                   help="ask the scheduler about the runs' jobs first (as 'hpcbench status' does); without it, "
+                        "a summary reads only what is on disk")
     args_history(p, summarize=True)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcbench.cli.common import Args, echo, profile_arg
-from hpcbench.vocab import RESUBMIT_DEFAULT, SUBMITTERS, UNSUPPORTED
+from hpcbench.vocab import RESUBMIT_DEFAULT, UNSUPPORTED
 
 if TYPE_CHECKING:
     from hpcbench.plan.spec import SweepSpec
@@ -22,14 +22,15 @@ PLAN_ROWS_SHOWN = 200  # a 10,000-row table helps nobody on a terminal; plan.jso
 def cmd_sweep(args: Args) -> int:
     from hpcbench.plan import spec as spec_mod
     from hpcbench.plan.expand import PLAN_COLUMNS, plan_rows
-    from hpcbench.submit.runner import SweepOptions, make_backend, prepare
+    from hpcbench.submit.registry import create
+    from hpcbench.submit.runner import SweepOptions, prepare
     from hpcbench.tabular import format_table
 
     opts = SweepOptions(backend=args.backend, dry_run=args.dry_run, wait=args.wait,
                         run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
                         poll_s=args.poll, force=getattr(args, "force", False), hold=getattr(args, "hold", False))
     spec = spec_mod.load(args.file, profile_arg(args.cluster))
-    backend = None if opts.dry_run else make_backend(opts.backend, opts.hold)
+    backend = None if opts.dry_run else create(opts.backend, opts.hold)
     if backend is not None:
         backend.check(spec)
     rd, points, python = prepare(spec, opts)
@@ -70,7 +71,9 @@ def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backen
 
 
 def cmd_plan(args: Args) -> int:
-    args.dry_run, args.backend, args.wait, args.poll = True, "auto", False, 5.0
+    from hpcbench.submit.registry import AUTO
+
+    args.dry_run, args.backend, args.wait, args.poll = True, AUTO, False, 5.0
     return cmd_sweep(args)
 
 
@@ -82,13 +85,20 @@ def args_sweep(p: argparse.ArgumentParser, submit: bool = True) -> None:
                    help="cluster profile (clusters/NAME.toml or a path) in place of the sweep's own; "
                         "default: $HPCBENCH_CLUSTER")
     if submit:
-        p.add_argument("--backend", choices=SUBMITTERS, default="auto",
-                       help="how to run the points; auto = sbatch when it is on PATH, else local")
+        _backend_arg(p, "how to run the points (the installed backends; a site's package can add one); "
+                        "auto = sbatch when it is on PATH, else local", auto=True)
         p.add_argument("--dry-run", action="store_true",
                        help="print the plan and write every job script, but submit nothing")
         args_submit(p)
         p.add_argument("--force", action="store_true",
                        help="with an existing --run-dir: resubmit every point, cancelling its live job first")
+
+
+def _backend_arg(p: argparse.ArgumentParser, help_text: str, auto: bool) -> None:
+    """--backend, choosing among the registered backends (default: auto, or None for the run's own)."""
+    from hpcbench.submit.registry import AUTO, names
+
+    p.add_argument("--backend", choices=names(), default=AUTO if auto else None, help=help_text)
 
 
 def args_plan(p: argparse.ArgumentParser) -> None:
@@ -106,11 +116,12 @@ def args_submit(p: argparse.ArgumentParser) -> None:
 
 def cmd_status(args: Args) -> int:
     from hpcbench.rundir import RunDir
+    from hpcbench.states import status_table
     from hpcbench.submit.runner import wait
-    from hpcbench.submit.status import collect, scheduler_view, status_table
+    from hpcbench.submit.status import refresh
 
     rd = RunDir.open(Path(args.run_dir))
-    states = wait(rd, args.poll, echo) if args.wait else collect(rd, scheduler_view(rd))
+    states = wait(rd, args.poll, echo) if args.wait else refresh(rd)
     echo(status_table(states))
     # Without --wait the states are a report; with it, scripts want to know whether all went well.
     return 1 if args.wait and not all(s.ok for s in states) else 0
@@ -129,18 +140,17 @@ def args_status(p: argparse.ArgumentParser) -> None:
 def cmd_resubmit(args: Args) -> int:
     from hpcbench.plan.expand import current_jobs
     from hpcbench.rundir import RunDir
-    from hpcbench.submit.runner import make_backend, render_all, reopen_spec
-    from hpcbench.submit.status import parse_states
+    from hpcbench.states import parse_states
+    from hpcbench.submit.registry import AUTO, create
+    from hpcbench.submit.runner import render_all, reopen_spec
     from hpcbench.submit.submission import states_of
 
     rd = RunDir.open(Path(args.run_dir))
     wanted = parse_states(args.state)
     spec = reopen_spec(rd, profile_arg(args.cluster))
-    name = args.backend
-    if name == "auto":  # the backend the run was submitted with
-        used = [s.get("backend") for s in rd.submissions().values() if s.get("backend")]
-        name = max(set(used), key=used.count) if used else "auto"
-    backend = make_backend(name, args.hold)
+    used = [s["backend"] for s in rd.submissions().values() if s.get("backend")]
+    # Without --backend, the backend the run was submitted with (the one most of its points used).
+    backend = create(args.backend or (max(set(used), key=used.count) if used else AUTO), args.hold)
     backend.check(spec)
     python = spec.slurm.python or sys.executable
     render_all(spec, rd, current_jobs(spec, rd.points()), python)
@@ -152,8 +162,7 @@ def args_resubmit(p: argparse.ArgumentParser) -> None:
     args_run_dir(p)
     p.add_argument("--state", default=",".join(RESUBMIT_DEFAULT),
                    help=f"comma-separated states to redo (default: {','.join(RESUBMIT_DEFAULT)})")
-    p.add_argument("--backend", choices=SUBMITTERS, default="auto",
-                   help="default: the backend the run was submitted with")
+    _backend_arg(p, "default: the backend the run was submitted with", auto=False)
     p.add_argument("--cluster", default=None,
                    help="cluster profile (clusters/NAME.toml or a path); default: the one the sweep used")
     args_submit(p)

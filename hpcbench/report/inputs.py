@@ -116,12 +116,16 @@ def _cluster(prov: list[dict[str, Any]]) -> str | None:
 
 
 def run_samples(rd: RunDir) -> list[Any]:
-    """One Sample per planned point of a run, whatever its state; its parameters are the plan's."""
-    from hpcbench.submit.status import collect, scheduler_view
+    """One Sample per planned point of a run, whatever its state; its parameters are the plan's.
+
+    The states are what the disk says (records, exit statuses, the ledger): a summary never asks the scheduler.
+    `hpcbench status`, `--wait` and `summarize --refresh` ask it and keep its word in the ledger.
+    """
+    from hpcbench.states import collect
 
     samples = []
     root = str(rd.root)
-    for st in collect(rd, scheduler_view(rd)):
+    for st in collect(rd):
         p, paths = st.point, rd.point(st.point)
         names = paths.listing()
         prov = _provenance(paths, names)

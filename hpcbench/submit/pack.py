@@ -76,7 +76,7 @@ def submit_pack(spec: SweepSpec, rd: RunDir, points: list[Point], python: str, b
     for p in points:
         rd.record("submitting", p.id, backend=backend.name, pack=name)
     try:
-        job_id = backend.submit_script(script)
+        job_id = backend.submit_script(script).id
     except SchedulerError as e:
         for p in points:
             rd.record("submit_failed", p.id, backend=backend.name, pack=name, reason=str(e))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcbench.rundir import PointPaths, RunDir
-from hpcbench.submit.status import OOM_LINE, PointState, ended_attempts, error_records, log_lines, log_reason
+from hpcbench.states import OOM_LINE, PointState, ended_attempts, error_records, log_lines, log_reason
 from hpcbench.vocab import FAILED, NODE_FAIL
 
 # What a surviving rank reports when its peer is gone (all seen on the minicluster when a rank is

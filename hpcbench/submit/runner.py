@@ -9,22 +9,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.errors import SchedulerError
 from hpcbench.files import atomic_write_text, write_new
 from hpcbench.plan import limits
 from hpcbench.plan.expand import Point, expand
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
-from hpcbench.submit import slurm
-from hpcbench.submit.backends.base import Backend
+from hpcbench.states import PointState, count_line
+from hpcbench.submit.registry import AUTO
 from hpcbench.submit.render import render_job
-from hpcbench.submit.status import PointState, collect, count_line, scheduler_view
-from hpcbench.vocab import SUBMITTERS
+from hpcbench.submit.status import refresh
 
 
 @dataclass(frozen=True)
 class SweepOptions:
-    backend: str = "auto"
+    backend: str = AUTO
     dry_run: bool = False
     wait: bool = False
     run_dir: Path | None = None
@@ -32,26 +31,6 @@ class SweepOptions:
     poll_s: float = 5.0
     force: bool = False
     hold: bool = False
-
-
-def make_backend(name: str, hold: bool = False) -> Backend:
-    if name == "auto":
-        name = "sbatch" if slurm.available() else "local"
-    if hold and name != "sbatch":
-        raise ConfigError(f"--hold needs the sbatch backend, not {name!r}", hint="add --backend sbatch")
-    if name == "sbatch":
-        from hpcbench.submit.backends.sbatch import SbatchBackend
-
-        return SbatchBackend(hold=hold)
-    if name == "submitit":
-        from hpcbench.submit.backends.submitit import SubmititBackend
-
-        return SubmititBackend()
-    if name == "local":
-        from hpcbench.submit.backends.local import LocalBackend
-
-        return LocalBackend()
-    raise ConfigError(f"--backend: unknown backend {name!r} (choose from: {', '.join(SUBMITTERS)})")
 
 
 def render_all(spec: SweepSpec, rd: RunDir, points: list[Point], python: str, fresh: bool = False) -> None:
@@ -110,7 +89,8 @@ def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: floa
          stream: TextIO | None = None, retry: Callable[[list[PointState]], int] | None = None) -> list[PointState]:
     """Block until every point is final; show one progress line of counts per state.
 
-    Each poll is one squeue call (plus one sacct call where accounting works) for the whole run.
+    Each poll is one status call per backend in use (for Slurm: one squeue call, plus one sacct call where
+    accounting works) for the whole run.
     ``retry`` (hpcbench.submit.retry.retrier) resubmits the points the cluster failed; it returns how many.
     """
     from hpcbench.submit.status import Progress
@@ -118,9 +98,9 @@ def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: floa
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     bar = Progress(stream or sys.stdout)
     while True:
-        states = collect(rd, scheduler_view(rd))
+        states = refresh(rd)
         if retry is not None and retry(states):
-            states = collect(rd, scheduler_view(rd))
+            states = refresh(rd)
         bar.show(f"  {len(states)} points: {count_line(states)}")
         if all(s.final for s in states):
             bar.done()

@@ -1,344 +1,58 @@
-"""What happened to each point: derived from the point's folder, the ledger and the scheduler.
+"""The schedulers' view of a run: each recorded job asked of the backend that submitted it, one call per backend.
 
-Nothing is dropped: every planned point gets exactly one PointState, with a reason when it is not ok.
-The state names are Slurm's own (COMPLETED, FAILED, TIMEOUT, ...), plus four of hpcbench's for
-what Slurm cannot know: MISSING, UNPARSABLE, NOT_SUBMITTED and UNKNOWN.
-
-Sources, most trusted first: the point's result record; the scheduler's word on the point's job
-(one squeue call, plus one sacct call where accounting runs); and, once the scheduler has
-forgotten the job, what the job script left in the point's folder (its exit-status file and logs).
+The point states themselves are derived in hpcbench.states, which reads the disk; this module adds what
+only the schedulers know (a job waiting, running, or ended without a trace in its folder) and keeps their
+word on each ended job in the ledger, so that a summary read later from the disk says the same.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from dataclasses import dataclass, field, replace
-from functools import partial
+from collections import defaultdict
 from typing import TextIO
 
-from hpcbench import records
-from hpcbench.errors import HpcbenchError, SchemaError
-from hpcbench.plan.expand import Point
-from hpcbench.records import ErrorRecord, ResultRecord
-from hpcbench.rundir import PointPaths, RunDir
-from hpcbench.submit import slurm
-from hpcbench.submit.slurm import JobInfo
-from hpcbench.vocab import (
-    CANCELLED,
-    COMPLETED,
-    FAILED,
-    LIVE_STATES,
-    MISSING,
-    NODE_FAIL,
-    NOT_SUBMITTED,
-    OUT_OF_MEMORY,
-    PENDING,
-    RUNNING,
-    SLURM_ACTIVE,
-    SLURM_ENDED,
-    STATES,
-    TIMEOUT,
-    UNKNOWN,
-    UNPARSABLE,
-)
-
-# Lines in job logs that explain an ending, most specific first.
-_SLURM_END = re.compile(r"\*\*\* (?:JOB|STEP) \S+ .*(CANCELLED|DUE TO TIME LIMIT|DUE TO NODE FAILURE|PREEMPTION)")
-_OOM = OOM_LINE = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
-_SRUN_ECHO = re.compile(r"srun: error: \S+: tasks? [\d,-]+: (Exited with exit code|Killed|Terminated)")
-_ERRORISH = re.compile(r"(Error|error:|Exception|Traceback|FAILED|Killed|killed)")
+from hpcbench.jobs import Job, SchedulerView
+from hpcbench.rundir import RunDir
+from hpcbench.states import PointState, collect, ended_jobs, record_ended
+from hpcbench.submit import registry
 
 
-def _normalise(state: str) -> str:
-    if state not in STATES:
-        raise ValueError(f"unknown point state {state!r} (one of: {', '.join(STATES)})")
-    return state
+def current_jobs(rd: RunDir) -> dict[str, list[Job]]:
+    """Each point's current job, by the name of the backend the ledger says submitted it."""
+    points = {p.id: p for p in rd.points()}
+    out: dict[str, list[Job]] = defaultdict(list)
+    for pid, sub in rd.submissions().items():
+        if sub.get("job_id") and pid in points:
+            name = str(sub.get("backend") or "")
+            out[name].append(Job(str(sub["job_id"]), name, rd.point(points[pid])))
+    return out
 
 
-@dataclass(frozen=True)
-class PointState:
-    point: Point
-    state: str  # one of STATES
-    reason: str = ""
-    job_id: str | None = None
-    backend: str | None = None
-    result: ResultRecord | None = None
-    pack: str | None = field(default=None, compare=False)
-    earlier: tuple[dict, ...] = field(default=(), compare=False)  # the ledger's attempt_ended lines, oldest first
-
-    @property
-    def attempt(self) -> int:
-        return len(self.earlier) + 1
-
-    @property
-    def explained(self) -> str:
-        """The reason, and each earlier attempt's job, state and why it was submitted again."""
-        return _join(self.reason, attempt_note(list(self.earlier))) if self.earlier else self.reason
-
-    def __post_init__(self) -> None:
-        _normalise(self.state)
-
-    @property
-    def ok(self) -> bool:
-        """A readable result record exists: the one test callers should use, whatever the state is called."""
-        return self.result is not None
-
-    @property
-    def queued(self) -> bool:
-        """The point's job is waiting or running: cancelling it means something."""
-        return self.state in (PENDING, RUNNING)
-
-    @property
-    def final(self) -> bool:
-        """Nothing more will happen to this point without a resubmission."""
-        return self.state not in LIVE_STATES
-
-
-def parse_states(text: str) -> tuple[str, ...]:
-    """``FAILED,timeout`` -> ("FAILED", "TIMEOUT"); an unknown name is a ConfigError listing the valid ones."""
-    from hpcbench.errors import ConfigError
-
-    out = []
-    for word in (w.strip().upper().replace("-", "_") for w in text.split(",")):
-        if word == "NOT SUBMITTED":
-            word = NOT_SUBMITTED
-        if word not in STATES:
-            raise ConfigError(f"--state: unknown state {word!r} (choose from: {', '.join(STATES)})")
-        out.append(word)
-    return tuple(out)
-
-
-def error_records(paths: PointPaths) -> tuple[list[ErrorRecord], list[str]]:
-    """A point's error records, earliest first (the root cause, then its echoes), and its unreadable ones."""
-    errs, bad = [], []
-    for f in paths.errors():
-        try:
-            errs.append(ErrorRecord.from_dict(records.read_json(f, records.ERROR), str(f)))
-        except (SchemaError, OSError) as e:
-            bad.append(str(e))
-    errs.sort(key=lambda r: (r.time, r.rank))
-    return errs, bad
-
-
-def root_cause(paths: PointPaths) -> tuple[ErrorRecord | None, int, list[str]]:
-    """The earliest error record (the root cause, not its echoes), how many ranks failed, and unreadable files."""
-    errs, bad = error_records(paths)
-    return (errs[0] if errs else None), len(errs), bad
-
-
-def log_lines(paths: PointPaths, job_id: str | None = None) -> list[str]:
-    """Every line of one job's logs (every job's when None), unreadable files skipped."""
-    lines: list[str] = []
-    for log in paths.logs(job_id=job_id):
-        try:
-            lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
+def scheduler_view(rd: RunDir, ended: bool = True) -> SchedulerView:
+    """One status call per backend in use for the run's live jobs (for Slurm: one squeue call, plus one sacct
+    call for jobs squeue has forgotten unless ``ended`` is False). Jobs the ledger knows to be over, and those
+    of backends without a queue, are not asked about."""
+    over = ended_jobs(rd)
+    jobs: dict[str, Job] = {}
+    read = True
+    for name, mine in current_jobs(rd).items():
+        live = [j for j in mine if j.id not in over]
+        backend = registry.known(name)
+        if not live or (backend is not None and not backend.queued):
             continue
-    return lines
+        said = backend.status(live, ended=ended) if backend is not None else None
+        if said is None:  # the scheduler could not be asked, or the backend is not installed here
+            read = False
+        else:
+            jobs.update(said)
+    return SchedulerView(jobs, read)
 
 
-def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str | None]:
-    """(a line from the job's logs that explains its end, the state that line implies or None)."""
-    lines = log_lines(paths, job_id)
-    for line in reversed(lines):
-        m = _SLURM_END.search(line)
-        if m:
-            word = m.group(1)
-            implied = TIMEOUT if "TIME LIMIT" in word else NODE_FAIL if "NODE" in word else CANCELLED
-            return line.strip(), implied
-    if any("hpcbench local: time limit reached" in line for line in lines):
-        return "time limit reached (local backend)", TIMEOUT
-    for line in reversed(lines):
-        if _OOM.search(line):
-            return line.strip(), OUT_OF_MEMORY
-    # srun's closing "task 0: Exited with exit code 2" only repeats the status; the line before says why.
-    for line in reversed(lines):
-        if _ERRORISH.search(line) and not line.lstrip().startswith("File ") and not _SRUN_ECHO.search(line):
-            return line.strip(), None
-    for line in reversed(lines):
-        if _ERRORISH.search(line):
-            return line.strip(), None
-    return (lines[-1].strip() if lines else ""), None
-
-
-def _exitcode(paths: PointPaths) -> int | None:
-    try:
-        return int(paths.exitcode.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _failure_reason(paths: PointPaths) -> str | None:
-    first, n_failed, _ = root_cause(paths)
-    if first is None:
-        return None
-    more = f" (+{n_failed - 1} more ranks failed)" if n_failed > 1 else ""
-    return f"rank {first.rank} on {first.hostname}: {first.error_type}: {first.message}{more}"
-
-
-def _exit_reason(code: int, line: str) -> str:
-    if code == 0:
-        return _join("the job exited 0 but wrote no result record", line and f"last log line: {line}")
-    return f"exit code {code}" + (f": {line}" if line else "")
-
-
-def _join(*parts: str | None) -> str:
-    return "; ".join(p for p in parts if p)
-
-
-def point_state(p: Point, paths: PointPaths, sub: dict | None, job: JobInfo | None,
-                queue_read: bool = True) -> PointState:
-    """One point's state. ``job`` is the scheduler's record of the point's job (None: it knows none);
-    ``queue_read`` False means the scheduler could not be asked at all."""
-    job_id = sub.get("job_id") if sub else None
-    backend = sub.get("backend") if sub else None
-    pack = sub.get("pack") if sub else None
-    make = partial(PointState, point=p, job_id=job_id, backend=backend, pack=pack)
-    if paths.result.exists():
-        return _with_result(make, paths, pack, job)
-    if sub is None:
-        return make(state=NOT_SUBMITTED, reason="planned only (dry run, or not submitted yet)")
-    if sub["event"] == "submit_failed":
-        return make(state=FAILED, reason=f"not submitted: {sub.get('reason', '')}")
-    if sub["event"] == "submitting":
-        return make(state=UNKNOWN, reason="the submitter stopped between its intent and sbatch's answer; "
-                                          "re-run the sweep with --run-dir to settle it")
-    failure = _failure_reason(paths)
-    code = _exitcode(paths)
-    line, implied = log_reason(paths, job_id)
-    # In a pack, the allocation outlives each point: the point's own exit status says it is over.
-    if pack and code is not None:
-        return make(state=FAILED, reason=failure or _exit_reason(code, line))
-    if job is not None and job.active:
-        if failure:  # a rank died; the others may linger until their timeout
-            return make(state=RUNNING, reason=f"a rank failed, the job is still ending: {failure}")
-        return make(state=SLURM_ACTIVE.get(job.state, PENDING), reason="" if job.reason in ("None", "") else job.reason)
-    if job is not None and job.state in SLURM_ENDED:
-        return _ended(make, job, pack, failure, code, line)
-    # The scheduler has forgotten the job (or never had one): read the folder.
-    if failure:
-        return make(state=FAILED, reason=failure)
-    bad = root_cause(paths)[2]
-    if bad:
-        return make(state=UNPARSABLE, reason=bad[0])
-    if implied is not None:
-        return make(state=implied, reason=line)
-    if code is not None:
-        return make(state=FAILED, reason=_exit_reason(code, line))
-    if not queue_read and backend != "local":
-        return make(state=UNKNOWN, reason=f"job {job_id}: no result yet, and the queue could not be read")
-    why = f"job {job_id} left the queue without a result or exit code"
-    return make(state=MISSING, reason=why + (f"; last log line: {line}" if line else " and without logs"))
-
-
-def _with_result(make: partial[PointState], paths: PointPaths, pack: str | None, job: JobInfo | None) -> PointState:
-    try:
-        rec = ResultRecord.from_dict(records.read_json(paths.result, records.RESULT), str(paths.result))
-    except (SchemaError, TypeError, KeyError) as e:
-        return make(state=UNPARSABLE, reason=str(e))
-    # A packed point's step writes its exit status after the record, while the allocation runs on:
-    # not final until then, so that --wait returns with every point's files in place.
-    if pack and job is not None and job.active and _exitcode(paths) is None:
-        return make(state=RUNNING, result=rec, reason="result written; its job step is ending")
-    return make(state=COMPLETED, result=rec)
-
-
-def _ended(make: partial[PointState], job: JobInfo, pack: str | None, failure: str | None, code: int | None,
-           line: str) -> PointState:
-    """A job the scheduler says has ended, without a result record."""
-    state = SLURM_ENDED[job.state]
-    if state == COMPLETED:  # Slurm is satisfied, but the workload left no result
-        state = FAILED
-        line = _join("the job ended COMPLETED but wrote no result record", line)
-    slurm_why = f"Slurm: {job.state}" + (f" ({job.reason})" if job.reason and job.reason != "None" else "")
-    if job.exit_code and job.exit_code != "0:0":
-        slurm_why += f", exit {job.exit_code}"
-    if pack and state == FAILED:
-        slurm_why = "the pack's allocation ended before this point's step did; " + slurm_why
-    # A failure's root cause (a rank's record, else the script's exit status) says more than
-    # Slurm's word for it; other endings lead with Slurm's.
-    if state == FAILED and (failure or code is not None):
-        return make(state=state, reason=_join(failure or _exit_reason(code, line), slurm_why))  # type: ignore[arg-type]
-    return make(state=state, reason=_join(slurm_why, failure or line))
-
-
-@dataclass(frozen=True)
-class SchedulerView:
-    """What the scheduler said about a run's jobs in one poll. ``read`` False: it could not be asked."""
-
-    jobs: dict[str, JobInfo]
-    read: bool = True
-    accounting: bool = False  # sacct answered too
-
-
-def scheduler_view(rd: RunDir) -> SchedulerView:
-    """One squeue call for the whole run, plus one sacct call for jobs squeue has forgotten."""
-    ids = rd.queued_job_ids()
-    if not ids:
-        return SchedulerView({})
-    try:
-        seen = slurm.snapshot()
-    except HpcbenchError:
-        return SchedulerView({}, read=False)
-    jobs = {j: seen[j] for j in ids if j in seen}
-    gone = [j for j in ids if j not in jobs]
-    acct = slurm.accounting(gone) if gone else None
-    if acct:
-        jobs.update({j: acct[j] for j in gone if j in acct})
-    return SchedulerView(jobs, True, acct is not None)
-
-
-def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None) -> list[PointState]:
-    """Every planned point's state. ``view`` may also be {job id: Slurm state} or None (queue unreadable)."""
-    if view is None:
-        view = SchedulerView({}, read=False)
-    elif isinstance(view, dict):
-        view = SchedulerView({j: JobInfo(j, s) for j, s in view.items()})
-    subs = rd.submissions()
-    earlier = ended_attempts(rd)
-    out = []
-    for p in rd.points():
-        sub = subs.get(p.id)
-        job = view.jobs.get(str(sub.get("job_id"))) if sub and sub.get("job_id") else None
-        st = point_state(p, rd.point(p), sub, job, view.read)
-        out.append(replace(st, earlier=tuple(earlier[p.id])) if p.id in earlier else st)
-    return out
-
-
-def ended_attempts(rd: RunDir) -> dict[str, list[dict]]:
-    """Every point's earlier attempts, oldest first: the ledger's attempt_ended lines (written on resubmission)."""
-    out: dict[str, list[dict]] = {}
-    for e in rd.events():
-        if e["event"] == "attempt_ended":
-            out.setdefault(e["point_id"], []).append(e)
-    return out
-
-
-def attempt_note(earlier: list[dict]) -> str:
-    """``attempt 2; earlier: job 41 NODE_FAIL [retried: node failure]: Slurm: NODE_FAIL (...)``."""
-    said = [f"job {e.get('job_id')} {e.get('state')} [{'retried: ' + e['retry'] if e.get('retry') else 'resubmitted'}]"
-            + (f": {e['reason']}" if e.get("reason") else "") for e in earlier]
-    return f"attempt {len(earlier) + 1}; earlier: " + "; ".join(said)
-
-
-def status_table(states: list[PointState]) -> str:
-    """`hpcbench status`: one row per point, then the counts per state."""
-    from hpcbench.tabular import format_table
-
-    rows = [{"point": s.point.label, "id": s.point.id, "state": s.state, "job": s.job_id, "attempt": s.attempt,
-             "reason": s.explained or None} for s in states]
-    return format_table(rows, ("point", "id", "state", "job", "attempt", "reason")) + f"\n{len(states)} points: {count_line(states)}"
-
-
-def counts(states: list[PointState]) -> Counter[str]:
-    return Counter(s.state for s in states)
-
-
-def count_line(states: list[PointState]) -> str:
-    """``3 COMPLETED, 1 RUNNING, 2 PENDING`` in the fixed order of STATES."""
-    c = counts(states)
-    return ", ".join(f"{c[s]} {s}" for s in STATES if c[s])
+def refresh(rd: RunDir) -> list[PointState]:
+    """Every point's state with the schedulers' word on it; their word on each ended job kept in the ledger."""
+    view = scheduler_view(rd)
+    states = collect(rd, view)
+    record_ended(rd, view, states)
+    return states
 
 
 class Progress:

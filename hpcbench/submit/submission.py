@@ -3,8 +3,10 @@ or double a job.
 
 Every submission is written twice: a 'submitting' intent before sbatch, then 'submitted' with the job
 id. A submitter killed between the two leaves an intent; the next run under the lock settles it by
-looking for the job in one squeue call (each job carries ``--comment=hpcbench:<run id>:<point id>``)
-or for its output file in the point's folder, and records it, or records the intent as lost.
+looking for the job in the queue of the intent's backend (one squeue call for Slurm: each job carries
+``--comment=hpcbench:<run id>:<point id>``) or for its output file in the point's folder, and records
+it, or records the intent as lost. Every scheduler question goes through the backend that the ledger
+says submitted the job (hpcbench.submit.registry).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.jobs import Job
 from hpcbench.plan.expand import Point, current_jobs
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
-from hpcbench.submit import slurm
+from hpcbench.states import PointState, collect, record_ended
+from hpcbench.submit import registry
 from hpcbench.submit.backends.base import Backend
 from hpcbench.submit.pack import Packed, submit_pack
-from hpcbench.submit.status import PointState, SchedulerView, collect, scheduler_view
+from hpcbench.submit.status import scheduler_view
 from hpcbench.vocab import KEEP_ON_RERUN, UNKNOWN
 
 # Test hook: seconds to sleep after sbatch answers and before the ledger records the job id, the
@@ -64,11 +68,12 @@ def reconcile(rd: RunDir, echo: Echo) -> tuple[int, int]:
         return 0, 0
     known = rd.recorded_job_ids()
     found: dict[str, list[str]] = {}  # comment key (point id or pack name) -> job ids
-    if any(e.get("backend") != "local" for e in intents.values()):
-        for job in slurm.snapshot().values():  # one squeue call, whatever the number of intents
-            key = rd.comment_point(job.comment)
-            if key is not None and job.job_id not in known:
-                found.setdefault(key, []).append(job.job_id)
+    backends = {b for e in intents.values() if (b := registry.known(str(e.get("backend")))) is not None and b.queued}
+    for backend in backends:  # one queue listing per backend (one squeue call), whatever the number of intents
+        for job_id, comment in backend.queue_comments().items():
+            key = rd.comment_point(comment)
+            if key is not None and job_id not in known:
+                found.setdefault(key, []).append(job_id)
     points = {p.id: p for p in rd.points()}
     recovered = lost = 0
     for pid, e in intents.items():
@@ -92,7 +97,7 @@ def reconcile(rd: RunDir, echo: Echo) -> tuple[int, int]:
 class Throttle:
     """Waits before a submission while ``limit`` of this run's jobs are queued (0: no limit).
 
-    squeue is asked only when the count kept since the last look reaches the limit.
+    The queue is asked only when the count kept since the last look reaches the limit.
     """
 
     def __init__(self, rd: RunDir, limit: int, poll_s: float, echo: Echo):
@@ -100,8 +105,11 @@ class Throttle:
         self.queued: int | None = None
 
     def _count(self) -> int:
-        ids = set(self.rd.queued_job_ids())
-        return sum(1 for j, info in slurm.snapshot().items() if j in ids and info.active)
+        view = scheduler_view(self.rd, ended=False)
+        if not view.read:
+            raise SchedulerError(f"{self.rd.root}: the queue cannot be read, so max_jobs_in_queue cannot be kept",
+                                 hint="check the controller (scontrol ping) and run the same command again")
+        return sum(1 for job in view.jobs.values() if job.active)
 
     def before_submit(self) -> None:
         if not self.limit:
@@ -129,8 +137,8 @@ def _submit_one(rd: RunDir, spec: SweepSpec, p: Point, python: str, backend: Bac
     rd.record("submitting", p.id, backend=backend.name)
     started = time.monotonic()
     try:
-        job_id = _started(backend, spec, p, paths, python, tag) if not backend.queued else \
-            backend.submit(spec, p, paths, python)
+        job_id = (_started(backend, spec, p, paths, python, tag) if not backend.queued else
+                  backend.submit(spec, p, paths, python)).id
     except SchedulerError as e:
         rd.record("submit_failed", p.id, backend=backend.name, reason=str(e))
         echo(f"  {p.label}: NOT submitted: {e}")
@@ -148,7 +156,7 @@ def _submit_one(rd: RunDir, spec: SweepSpec, p: Point, python: str, backend: Bac
     return job_id
 
 
-def _started(backend: Backend, spec: SweepSpec, p: Point, paths: Any, python: str, tag: str) -> str:
+def _started(backend: Backend, spec: SweepSpec, p: Point, paths: Any, python: str, tag: str) -> Job:
     """Run a point here, saying so: `[2/4] running gloo-mlp-b64-n1x2 (12 s)`, redrawn each second on a terminal."""
     import sys
 
@@ -199,21 +207,20 @@ def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, ec
 def _choose(rd: RunDir, backend: Backend, report: SubmitReport, echo: Echo,
             select: Callable[[PointState], bool] | None, force: bool) -> list[PointState]:
     """The points to submit now; with ``force``, every point, its live job cancelled first."""
-    view = scheduler_view(rd) if rd.submissions() else {}
+    view = scheduler_view(rd)
     states = collect(rd, view)
-    blind = [s for s in states if s.state == UNKNOWN and s.job_id and s.backend != "local"]
-    if blind and isinstance(view, SchedulerView) and not view.read:  # their jobs may live: a second one would double
+    record_ended(rd, view, states)
+    blind = [s for s in states if s.state == UNKNOWN and s.job_id]
+    if blind and not view.read:  # their jobs may live: a second one would double
         raise SchedulerError(f"{rd.root}: the queue cannot be read (squeue failed), so it is not known whether the "
                              f"jobs of {len(blind)} point(s) still live; nothing was submitted",
                              hint="check the controller (scontrol ping) and run the same command again once it answers")
     if force:
         todo = list(states)
-        live = [s.job_id for s in states if s.queued and s.job_id]
-        if live and backend.queued:
-            slurm.cancel(sorted(set(live)))
-            for s in states:
-                if s.job_id in live:
-                    rd.record("cancelled", s.point.id, job_id=s.job_id, reason="--force")
+        live = cancel_live(rd, states)
+        for s in states:
+            if s.job_id in live:
+                rd.record("cancelled", s.point.id, job_id=s.job_id, reason="--force")
     else:
         keep = select or (lambda s: s.state not in KEEP_ON_RERUN)
         todo = [s for s in states if keep(s)]
@@ -250,7 +257,7 @@ def submit_workers(backend: Backend, throttle: Throttle) -> int:
     ledger stays exact: each point's intent and job id are written by the thread that submits it.
     Throttled sweeps submit one by one, since each submission changes the count they wait on.
     """
-    if not backend.queued or backend.name != "sbatch" or throttle.limit:
+    if not backend.concurrent_submit or throttle.limit:
         return 1
     return max(1, int(os.environ.get(WORKERS_ENV) or SUBMIT_WORKERS))
 
@@ -265,19 +272,35 @@ def states_of(names: Iterable[str]) -> Callable[[PointState], bool]:
 
 
 def cancel_run(rd: RunDir, echo: Echo) -> int:
-    """scancel every live job of the run in one call; record it on each point. Returns jobs cancelled."""
+    """Cancel every live job of the run, one call per backend; record it on each point. Returns jobs cancelled."""
     states = collect(rd, scheduler_view(rd))
-    live = sorted({s.job_id for s in states if s.queued and s.job_id
-                   and s.backend != "local"}, key=lambda j: (len(j), j))
+    live = cancel_live(rd, states)
     if not live:
         echo(f"{rd.root}: no queued or running job to cancel")
         return 0
-    slurm.cancel(live)
     for s in states:
         if s.job_id in live:
             rd.record("cancelled", s.point.id, job_id=s.job_id, reason="hpcbench cancel")
     echo(f"cancelled {len(live)} job(s): {' '.join(live)}")
     return len(live)
+
+
+def cancel_live(rd: RunDir, states: list[PointState]) -> list[str]:
+    """Cancel the queued or running jobs among ``states``, each through the backend that submitted it (one
+    call per backend); their ids."""
+    mine: dict[str, list[Job]] = {}
+    for s in states:
+        if s.queued and s.job_id:
+            mine.setdefault(str(s.backend), []).append(Job(s.job_id, str(s.backend), rd.point(s.point)))
+    done: set[str] = set()
+    for name, jobs in mine.items():
+        backend = registry.known(name)
+        if backend is None:
+            raise SchedulerError(f"{rd.root}: jobs {', '.join(j.id for j in jobs)} were submitted with backend "
+                                 f"{name!r}, which is not installed here", hint="install it, then cancel again")
+        backend.cancel(jobs)
+        done |= {j.id for j in jobs}
+    return sorted(done, key=lambda j: (len(j), j))
 
 
 def check_same_plan(rd: RunDir, points: list[Point], path: str) -> None:

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from hpcbench.errors import ConfigError
 from hpcbench.files import atomic_write_text
+from hpcbench.jobs import Job
 from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
@@ -85,8 +86,8 @@ def local_starts(plan: LaunchPlan, job_id: str, here: Here) -> list[Start]:
 class LocalBackend(Backend):
     """Run every rank on this machine, one point after another. No scheduler needed."""
 
-    name = "local"
     queued = False
+    auto_rank = 0  # runs anywhere: --backend auto's last choice
 
     def __init__(self) -> None:
         self._count = 0
@@ -103,7 +104,7 @@ class LocalBackend(Backend):
                                   hint='use device = "cpu" (ranks_per_node instead of gpus_per_node), or submit to '
                                        "Slurm with --backend sbatch")
 
-    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
+    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
         self._count += 1
         job_id = f"local{os.getpid()}-{self._count}"
         plan = plan_launch(spec, point, str(paths.dir), python)
@@ -112,7 +113,7 @@ class LocalBackend(Backend):
                      for s in local_starts(plan, job_id, Here.now())]
             rc = _wait_all(procs, time_seconds(point.settings(spec.slurm).time), err, self.on_tick)
         atomic_write_text(paths.exitcode, f"{rc}\n")
-        return job_id
+        return self.job(job_id, paths)
 
 
 def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: BinaryIO,

@@ -1,26 +1,28 @@
+"""Slurm's sbatch: the rendered job script is submitted as it is, so what runs is exactly what a person can read."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
+from hpcbench.jobs import Job
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
 from hpcbench.submit import slurm
-from hpcbench.submit.backends.base import Backend
+from hpcbench.submit.backends.base import SlurmQueue
 
 
-class SbatchBackend(Backend):
-    """Submit the rendered job script as it is: what runs is exactly what a person can read."""
-
-    name = "sbatch"
+class SbatchBackend(SlurmQueue):
     packs = True
+    holds = True  # --hold: queued but never started until `scontrol release`; for dry submissions and benchmarks
+    concurrent_submit = True
+    auto_rank = 2
 
-    def __init__(self, hold: bool = False) -> None:
-        # --hold: queued but never started until `scontrol release`; for dry submissions and benchmarks.
-        self.extra: tuple[str, ...] = ("--hold",) if hold else ()
+    def _extra(self) -> tuple[str, ...]:
+        return ("--hold",) if self.hold else ()
 
-    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
-        return slurm.sbatch(paths.job_script, self.extra)
+    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
+        return self.job(slurm.sbatch(paths.job_script, self._extra()), paths)
 
-    def submit_script(self, script: Path) -> str:
-        return slurm.sbatch(script, self.extra)
+    def submit_script(self, script: Path) -> Job:
+        return self.job(slurm.sbatch(script, self._extra()))

@@ -5,11 +5,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.jobs import Job
 from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
-from hpcbench.submit.backends.base import Backend
+from hpcbench.submit.backends.base import SlurmQueue
 from hpcbench.submit.launch import LaunchPlan, plan_launch
 from hpcbench.submit.render import job_name, setup_lines
 
@@ -33,10 +34,8 @@ def _sbatch_args(args: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-class SubmititBackend(Backend):
+class SubmititBackend(SlurmQueue):
     """Submit through submitit's SlurmExecutor: srun starts one task per rank, each calls run_rank()."""
-
-    name = "submitit"
 
     def check(self, spec: SweepSpec) -> None:
         super().check(spec)
@@ -46,7 +45,7 @@ class SubmititBackend(Backend):
                 raise ConfigError(f"{spec.path}: {where}: {launcher!r} cannot be used with --backend submitit",
                                   hint="submitit always starts ranks with srun; use --backend sbatch for mpirun")
 
-    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> str:
+    def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
         try:
             import submitit
         except ImportError:
@@ -59,7 +58,7 @@ class SubmititBackend(Backend):
             queued = ex.submit(run_rank, job.module, list(job.argv))
         except Exception as e:  # noqa: BLE001 - submitit wraps sbatch failures in its own types
             raise SchedulerError(f"submitit could not submit {point.label}: {str(e).strip().splitlines()[-1]}") from None
-        return str(queued.job_id)
+        return self.job(str(queued.job_id), paths)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,80 @@
+"""The backends: found through the ``hpcbench.backends`` entry-point group, so any installed package can add one.
+
+hpcbench declares its own the same way (setup.cfg, [options.entry_points]); a site's package declares
+
+    [options.entry_points]
+    hpcbench.backends =
+        mine = my_package.module:MyBackend
+
+and ``--backend mine`` runs it. An entry point names a Backend class, or a function that returns a Backend
+(``auto``). The name it is registered under is the backend's name: the ledger records it, and status and
+cancel find each recorded job's backend by it. This is the one module that knows backends by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
+
+from hpcbench.errors import ConfigError
+from hpcbench.submit.backends.base import Backend
+
+GROUP = "hpcbench.backends"
+AUTO = "auto"
+
+
+@cache
+def _entry_points() -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=GROUP):
+        found.setdefault(ep.name, ep)  # the first on sys.path wins, as for any import
+    return found
+
+
+def names() -> list[str]:
+    """Every registered backend, ``auto`` first."""
+    return sorted(_entry_points(), key=lambda n: (n != AUTO, n))
+
+
+def create(name: str, hold: bool = False) -> Backend:
+    """A new backend by its registered name; ``hold``: queue its jobs held (sbatch --hold)."""
+    ep = _entry_points().get(name)
+    if ep is None:
+        raise ConfigError(f"--backend: unknown backend {name!r} (choose from: {', '.join(names()) or 'none'})",
+                          hint="a site's backend is installed as a package (pip install ...); "
+                               "hpcbench's own are registered when hpcbench is installed: pip install -e .")
+    try:
+        factory: Callable[[], Backend] = ep.load()
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"backend {name!r} ({ep.value}) cannot be loaded: {e}",
+                          hint="reinstall the package that provides it, or choose another --backend") from None
+    backend = factory()
+    if not isinstance(backend, Backend):
+        raise ConfigError(f"backend {name!r} ({ep.value}) made a {type(backend).__name__}, not a Backend",
+                          hint="its entry point must name a Backend subclass (hpcbench.submit.backends.base)")
+    if not backend.name:  # a factory such as auto returns a backend already named
+        backend.name = name
+    if hold and not backend.holds:
+        able = [n for n in names() if (b := known(n)) is not None and b.holds]
+        raise ConfigError(f"--hold needs a backend that can hold its jobs ({', '.join(able) or 'none installed'}), "
+                          f"not {backend.name!r}", hint=f"add --backend {able[0]}" if able else None)
+    backend.hold = hold
+    return backend
+
+
+@cache
+def known(name: str) -> Backend | None:
+    """The backend a ledger names, to ask about or cancel its jobs; None where it is not installed here."""
+    return create(name) if name in _entry_points() and name != AUTO else None
+
+
+def auto() -> Backend:
+    """``--backend auto``: of the installed backends that can run here, the one that ranks first (Slurm's
+    sbatch where its commands are on PATH, else the local one)."""
+    ranked = sorted((b for n in names() if n != AUTO and (b := known(n)) is not None and b.auto_rank is not None),
+                    key=lambda b: -(b.auto_rank or 0))
+    for b in ranked:
+        if b.available():
+            return create(b.name)
+    raise ConfigError("--backend auto: no installed backend can run here", hint=f"choose one of: {', '.join(names())}")

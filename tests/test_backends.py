@@ -1,0 +1,92 @@
+"""Backends come from the hpcbench.backends entry points: the built-ins, and a site's package installed with pip."""
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, write
+
+from hpcbench.errors import ConfigError
+from hpcbench.rundir import RunDir
+from hpcbench.submit import registry
+
+PLUGIN = REPO / "examples" / "backend-plugin"
+# sweeps/local.toml's points, started by the job script's own launcher line (mpirun: no scheduler needed).
+SWEEP = """[sweep]
+name = "plugin"
+[slurm]
+time = "00:05:00"
+cpus_per_task = 1
+launcher = "mpirun"
+[workload]
+framework = "ddp"
+model = "mlp"
+device = "cpu"
+batch_size = 64
+steps = 5
+warmup_steps = 1
+[matrix]
+backend = ["gloo"]
+nodes = [1]
+ranks_per_node = [1, 2]
+"""
+
+
+def test_builtin_backends_are_registered_with_their_flags():
+    assert registry.names() == ["auto", "local", "sbatch", "submitit"]
+    sbatch, local, submitit = (registry.create(n) for n in ("sbatch", "local", "submitit"))
+    assert (sbatch.name, sbatch.queued, sbatch.packs, sbatch.holds, sbatch.concurrent_submit) == \
+        ("sbatch", True, True, True, True)
+    assert (local.name, local.queued, local.packs, local.holds) == ("local", False, False, False)
+    assert (submitit.queued, submitit.packs, submitit.auto_rank) == (True, False, None)
+
+
+def test_an_unknown_backend_is_refused_with_the_registered_names(cli, tmp_path):
+    sweep = write(tmp_path / "s.toml", "[workload]\nsteps = 2\n")
+    proc = cli("sweep", str(sweep), "--backend", "nope", "--run-dir", str(tmp_path / "r"))
+    [said] = [line for line in proc.stderr.splitlines() if "invalid choice: 'nope'" in line]
+    assert proc.returncode == 2 and re.search(r"choose from '?auto'?, '?local'?, '?sbatch'?, '?submitit'?\)", said)
+    with pytest.raises(ConfigError, match=r"unknown backend 'nope' \(choose from: auto, local, sbatch, submitit\)"):
+        registry.create("nope")
+    with pytest.raises(ConfigError, match=r"--hold needs a backend that can hold its jobs \(sbatch\), not 'local'"):
+        registry.create("local", hold=True)
+
+
+@pytest.fixture
+def plugin_site(tmp_path):
+    """The example package, pip-installed into a folder of its own (put on PYTHONPATH): the build's files land
+    in a copy of its source, the install under tmp_path, nothing in the checkout or the venv."""
+    src, site = tmp_path / "plugin-src", tmp_path / "site"
+    shutil.copytree(PLUGIN, src)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--target", str(site), str(src)], check=True, capture_output=True, text=True, cwd=tmp_path)
+    return site
+
+
+@pytest.mark.torch  # runs the real workload
+def test_a_backend_installed_as_a_package_runs_a_sweep(cli, tmp_path, plugin_site):
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(plugin_site), os.environ.get("PYTHONPATH", "")]),
+           "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    sweep, run = write(tmp_path / "plugin.toml", SWEEP), tmp_path / "run"
+    proc = cli("sweep", str(sweep), "--backend", "bash", "--wait", "--run-dir", str(run), env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "submitting with backend bash:" in proc.stdout
+    rows = list(csv.DictReader((run / "summary.csv").open()))
+    assert [(r["ranks_per_node"], r["state"]) for r in rows] == [("1", "COMPLETED"), ("2", "COMPLETED")]
+    rd = RunDir.open(run)
+    subs = rd.submissions()
+    assert {s["backend"] for s in subs.values()} == {"bash"}
+    for p in rd.points():  # the job script ran as written: its launcher, its exit status, the job's own logs
+        job = subs[p.id]["job_id"]
+        assert rd.point(p).exitcode.read_text() == "0\n" and rd.point(p).stdout(job).exists()
+        assert f'"job_id": "{job}"' in rd.point(p).result.read_text()
+    # status needs no queue for it; without the package installed it still reads the run from the ledger
+    status = cli("status", str(run))
+    assert status.returncode == 0 and "2 points: 2 COMPLETED" in status.stdout, status.stdout + status.stderr
+    listed = cli("sweep", "--help", env=env)
+    assert "{auto,bash,local,sbatch,submitit}" in listed.stdout
