@@ -13,7 +13,7 @@ from typing import Any
 
 from hpcbench.files import atomic_write_text
 from hpcbench.report import baseline as baseline_mod
-from hpcbench.report import findings as fnd
+from hpcbench.report import headlines
 from hpcbench.report.aggregate import Agg, aggregate
 from hpcbench.report.inputs import Inputs, load
 from hpcbench.report.samples import OTHERS, TIDY_COLUMNS, tidy_columns, tidy_row
@@ -73,8 +73,10 @@ class Report:
                 f"({', '.join(sorted({s.state for s in live}))}); figures will change") if live else ""
 
 
-def build(paths: list[str | Path], baseline: str = "auto", references: str | Path | None = None,
-          cluster: str | None = None, inputs: Inputs | None = None, allreduce_file: str | Path | None = None) -> Report:
+def make_report(paths: list[str | Path], baseline: str = "auto", references: str | Path | None = None,
+                cluster: str | None = None, inputs: Inputs | None = None,
+                allreduce_file: str | Path | None = None) -> Report:
+    """The whole report of runs and logs: their points, baselines, findings and tables (``write`` puts it on disk)."""
     from hpcbench.explain import explain
     from hpcbench.report import references as refs_mod
     from hpcbench.report.tables_allreduce import collective_tables
@@ -100,15 +102,15 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
         ref_table, regressions = refs_mod.check(refs, aggs)
         tables.append(ref_table)
     findings = {
-        "best backend at each scale": fnd.best_at_each_scale(aggs),
-        "efficiency at the largest scale": fnd.efficiency_at_largest(aggs),
-        "suspicious speedups": fnd.superlinear(aggs),
-        "transport problems": fnd.transport_problems(check_findings),
+        "best backend at each scale": headlines.best_at_each_scale(aggs),
+        "efficiency at the largest scale": headlines.efficiency_at_largest(aggs),
+        "suspicious speedups": headlines.superlinear(aggs),
+        "transport problems": headlines.transport_problems(check_findings),
         "environment differences between nodes": differs,
         "GPU utilisation": gpu_warn,
-        "points without a result (failed, missing or not finished)": fnd.failed_points(aggs),
-        "collectives a library does not have (recorded by the ranks; not failures)": fnd.unsupported(aggs),
-        "not measured (logs with no measurement: evidence for the transport table only)": fnd.not_measured(aggs),
+        "points without a result (failed, missing or not finished)": headlines.failed_points(aggs),
+        "collectives a library does not have (recorded by the ranks; not failures)": headlines.unsupported(aggs),
+        "not measured (logs with no measurement: evidence for the transport table only)": headlines.not_measured(aggs),
         "references": [f"{regressions} reference check(s) failed"] if regressions else [],
         "inferred from logs": inputs.notes,
     }
@@ -154,8 +156,8 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
             *(out / n for n, v in report.plots.items() if v == "written")]
 
 
-def summarize(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
-    """The short end-of-sweep summary of one run; writes summary.csv into the run directory."""
+def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
+    """The short table `hpcbench sweep --wait` prints when a run ends; writes summary.csv into the run directory."""
     from hpcbench.report.inputs import run_samples
 
     samples = run_samples(rd)

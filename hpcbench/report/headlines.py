@@ -1,4 +1,5 @@
-"""The short generated findings list at the top of the report."""
+"""The headlines at the top of the report: best backend per scale, efficiency at the largest scale, suspicious
+speedups, failed and unmeasured points, transport problems (the explain findings said once each)."""
 
 from __future__ import annotations
 
