@@ -1,0 +1,137 @@
+"""Where a fact shows in a log (file:line), for a person to open and read: the first line of each transport
+shape, NCCL settings taken from the environment, NCCL's CPU affinity per GPU, and the GPU models nccl-tests
+names.
+
+Read from the bytes as the scan reads them (api.read_log hands each block of the file to ``Reader.feed``),
+over the first EVIDENCE_BYTES only, the same with or without the C scanner: the fast path skips lines and
+so cannot say where one is. Lines are numbered as str.splitlines numbers them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+EVIDENCE_BYTES = 64 << 20  # the evidence of a 1 GB log is in its start; reading it all would take seconds
+
+# key -> the line shape that shows it
+SHAPES: dict[str, re.Pattern[str]] = {
+    "socket": re.compile(r"via NET/Socket|Using (?:internal )?[Nn]etwork Socket|NET/Socket : Using"),
+    "ib_device": re.compile(r"NET/IB : Using \[\d"),
+    "no_ib_device": re.compile(r"NET/IB : No device found"),
+    "roce": re.compile(r"NET/IB : Using \[\d[^\n]*/RoCE"),
+    "ib_transport": re.compile(r"via NET/IB"),
+    "gdrdma": re.compile(r"via NET/\S*GDRDMA"),
+    "shm": re.compile(r"via SHM|via direct shared memory"),
+    "p2p": re.compile(r"via P2P"),
+    "nvls_available": re.compile(r"NVLS multicast support is available"),
+    "nvls_used": re.compile(r"via NVLS|NVLS comm 0x|[1-9]\d* nvls channels"),
+    "collnet_available": re.compile(r"CollNet (?:is )?(?:enabled|supported)|Collnet \w+ enabled|CollNet: \d+ nodes"),
+    "collnet_used": re.compile(r"via COLLNET|CollNet channels [1-9]"),
+}
+# some releases print lines without the NCCL tag; a line with none of these carries nothing here
+_KEYWORDS = ("NCCL", "via ", "Rank", "NVLS", "CollNet", "NET/")
+_KEYWORD_BYTES = tuple(k.encode() for k in _KEYWORDS)
+_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to ([^\s]*)")
+_AFFINITY = re.compile(r"(?:^|\s)([\w.-]+):\d+:\d+ \[\d+\] NCCL INFO Setting affinity for GPU (\d+) to ([0-9a-fA-F,]+)")
+_GPU = re.compile(r"Rank\s+\d+\s.*\bdevice\s+\d+\s+\[0x[0-9a-fA-F]+\]\s+(\S.*?)\s*$")
+# the line breaks str.splitlines knows besides \n, as UTF-8 bytes: a line holding one is several lines
+_BREAKS = re.compile(rb"[\r\x0b\x0c\x1c-\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
+
+
+@dataclass(frozen=True)
+class Line:
+    file: str  # the log's name (not its path: the evidence is read by a person in the run's folder)
+    number: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.number}: {self.text.strip()[:160]}"
+
+
+@dataclass(frozen=True)
+class Affinity:
+    host: str
+    gpu: int
+    mask: str  # NCCL's hex mask, as printed
+    line: Line
+
+
+@dataclass
+class Evidence:
+    first: dict[str, Line] = field(default_factory=dict)  # shape key -> its first line
+    env: dict[str, tuple[str, Line]] = field(default_factory=dict)  # NCCL_X -> (value, line)
+    affinity: list[Affinity] = field(default_factory=list)
+    gpus: set[str] = field(default_factory=set)  # GPU models named by nccl-tests' rank lines
+
+    def add(self, other: Evidence) -> None:
+        """Another log's evidence after this one's: the first line of a shape stays the first seen."""
+        for k, v in other.first.items():
+            self.first.setdefault(k, v)
+        for name, value in other.env.items():
+            self.env.setdefault(name, value)
+        self.affinity += other.affinity
+        self.gpus |= other.gpus
+
+
+class Reader:
+    """The evidence of one log, fed its bytes in file order, in blocks cut anywhere."""
+
+    def __init__(self, name: str, limit: int = EVIDENCE_BYTES) -> None:
+        self.evidence = Evidence()
+        self._name = name
+        self._left = limit  # bytes still to read
+        self._carry = b""  # the start of a line the last block cut
+        self._number = 0  # lines read so far
+
+    @property
+    def wants(self) -> bool:
+        return self._left > 0
+
+    def feed(self, block: bytes) -> None:
+        if self._left <= 0:
+            return
+        block = block[:self._left]
+        self._left -= len(block)
+        lines = (self._carry + block).split(b"\n")
+        self._carry = lines.pop()
+        for raw in lines:
+            self._line(raw)
+        if self._left <= 0:
+            self.close()
+
+    def close(self) -> Evidence:
+        """The last line, whole or cut at the limit; what the log shows."""
+        if self._carry:
+            self._line(self._carry)
+            self._carry = b""
+        self._left = 0
+        return self.evidence
+
+    def _line(self, raw: bytes) -> None:
+        wanted = any(k in raw for k in _KEYWORD_BYTES)
+        if not wanted and not _BREAKS.search(raw):
+            self._number += 1  # most lines of a big log carry nothing here
+            return
+        for text in raw.decode("utf-8", errors="replace").splitlines() or [""]:
+            self._number += 1
+            if wanted and any(k in text for k in _KEYWORDS):
+                self._match(text)
+
+    def _match(self, text: str) -> None:
+        ev, line = self.evidence, Line(self._name, self._number, text)
+        for key, shape in SHAPES.items():
+            if key not in ev.first and shape.search(text):
+                ev.first[key] = line
+        if (m := _ENV.search(text)) and m.group(1) not in ev.env:
+            ev.env[m.group(1)] = (m.group(2).rstrip("."), line)  # NCCL ends the line with '.'
+        if m := _AFFINITY.search(text):
+            ev.affinity.append(Affinity(m.group(1), int(m.group(2)), m.group(3), line))
+        if m := _GPU.search(text):
+            ev.gpus.add(m.group(1))
+
+
+def mask_cpus(mask: str) -> set[int]:
+    """NCCL's affinity mask ('ffffff00,0000ffff,ff000000': 32-bit words, most significant first) -> CPU ids."""
+    value = int(mask.replace(",", ""), 16)
+    return {i for i in range(value.bit_length()) if value >> i & 1}
