@@ -86,8 +86,8 @@ def main() -> None:
 
 def report(runs: list[Path]) -> None:
     from hpcbench.explain import bounds
-    from hpcbench.report import baseline
-    from hpcbench.report.aggregate import aggregate
+    from hpcbench.figures import baseline
+    from hpcbench.figures.aggregate import aggregate
     from hpcbench.report.inputs import load
 
     points = aggregate(load([str(r) for r in runs]).samples)

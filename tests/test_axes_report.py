@@ -11,9 +11,9 @@ from conftest import DATA
 from report_helpers import make_run, point, record
 
 import hpcbench
+from hpcbench.figures.aggregate import aggregate
 from hpcbench.plan.expand import point_id
 from hpcbench.report import plots
-from hpcbench.report.aggregate import aggregate
 from hpcbench.report.compare import compare
 from hpcbench.report.inputs import run_samples
 from hpcbench.report.summarize import make_report, sweep_summary, write

@@ -19,6 +19,7 @@ ORDER = (
     ("workloads",),
     ("submit",),
     ("parse",),
+    ("figures",),
     ("explain",),
     ("report",),
     ("ops",),

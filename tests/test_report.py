@@ -7,9 +7,9 @@ import struct
 import pytest
 from report_helpers import make_run, point, record
 
+from hpcbench.figures.aggregate import aggregate
+from hpcbench.figures.baseline import apply
 from hpcbench.report import plots
-from hpcbench.report.aggregate import aggregate
-from hpcbench.report.baseline import apply
 from hpcbench.report.inputs import run_samples
 from hpcbench.report.summarize import make_report, write
 from hpcbench.stats import mean_ci95, t975

@@ -7,9 +7,9 @@ import re
 from conftest import DATA, write
 from report_helpers import GPU, STARVED, allreduce_rows, make_run, point, provenance, record
 
+from hpcbench.figures.samples import Sample
 from hpcbench.files import atomic_write_json
 from hpcbench.report.inputs import Inputs
-from hpcbench.report.samples import Sample
 from hpcbench.report.summarize import make_report, text
 from hpcbench.submit.status import COMPLETED, RUNNING
 
@@ -199,7 +199,8 @@ def test_comm_time_carries_its_ci_and_says_when_it_is_within_noise(tmp_path):
     assert [r[4] for r in comm.rows] == ["600.00 ± 500.00", "200.00 (0.00–700.00) (within noise)"]  # never below 0
     assert any(n.startswith("within noise:") for n in comm.notes)
     # The tidy CSV / JSON keep the compute CI for people who redo the arithmetic.
-    from hpcbench.report.samples import from_record, tidy_row
+    from hpcbench.figures.samples import from_record
+    from hpcbench.report.tidy import tidy_row
 
     row = tidy_row(from_record(record(sig, 64.0, compute_time_s=0.4, compute_time_ci95_s=0.4), "run"))
     assert (row["compute_time_ms"], row["compute_time_ci95_ms"]) == (400.0, 400.0)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench.errors import HpcbenchError
+from hpcbench.figures.samples import Sample, from_record
 from hpcbench.records import AllreduceRow, ResultRecord
-from hpcbench.report.samples import Sample, from_record
 from hpcbench.vocab import NO_RESULT, NOT_MEASURED, PARSED, UNPARSABLE
+
+if TYPE_CHECKING:
+    from hpcbench.parse.api import Log
 
 HEAD_BYTES = 256 * 1024  # benchmark banners (model, batch size) sit at the top of a log
 _MODEL = re.compile(r"\bModel: (\S+)")
@@ -40,9 +43,9 @@ def _head(path: Path) -> str:
 
 
 def log_samples(path: Path, notes: list[str]) -> list[Any]:
-    from hpcbench.parse import parse_file
+    from hpcbench.parse.api import read_log
 
-    return infer(parse_file(path), path, _head(path), notes)
+    return infer(read_log(path), path, _head(path), notes)
 
 
 def _topology(parsed: dict[str, Any]) -> tuple[list[str], int | None, list[str]]:
@@ -61,11 +64,11 @@ def _layout(nodes: int | None, world: int | None) -> int | None:
     return world // nodes if nodes and world and world % nodes == 0 else None
 
 
-def _records(parsed: dict[str, Any], path: Path) -> list[Any]:
+def _records(log: Log, path: Path) -> list[Any]:
     out = []
-    for n, doc in enumerate(parsed.get("records") or []):
+    for n, doc in enumerate(log.facts.get("records") or []):
         try:
-            out.append(from_record(ResultRecord.from_dict(doc, f"{path} record {n}"), str(path), parsed=[parsed]))
+            out.append(from_record(ResultRecord.from_dict(doc, f"{path} record {n}"), str(path), parsed=[log]))
         except (HpcbenchError, TypeError, KeyError) as e:
             out.append(Sample(source=str(path), label=f"{path.name}#{n}", state=UNPARSABLE, ok=False, final=True,
                               reason=str(e)))
@@ -114,13 +117,14 @@ def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[
                   **base | {"backend": "nccl"})
 
 
-def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> list[Any]:
-    """Samples shown by one parsed log (hpcbench.parse.parse_file's shape)."""
-    out = _records(parsed, path)
+def infer(log: Log, path: Path, head: str, notes: list[str]) -> list[Any]:
+    """Samples shown by one log as hpcbench.parse read it."""
+    parsed = log.facts
+    out = _records(log, path)
     hosts, nranks, how = _topology(parsed)
     nccl = parsed.get("nccl") or {}
     base: dict[str, Any] = {"source": str(path), "label": path.name, "final": True, "nodes": len(hosts) or None,
-                            "hosts": tuple(hosts), "backend": "nccl" if nccl else "?", "parsed": [parsed],
+                            "hosts": tuple(hosts), "backend": "nccl" if nccl else "?", "parsed": [log],
                             "logs": [path], "cluster": host_family(hosts), "precision": _precision(head)}
     if parsed.get("horovod"):
         out.append(_horovod(parsed["horovod"], head, nranks, how, base))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcbench.report.aggregate import Agg
+from hpcbench.figures.aggregate import Agg
 from hpcbench.report.fmt import clip, num, pct
 from hpcbench.report.names import unit
 from hpcbench.vocab import ERROR, UNSUPPORTED, WARNING

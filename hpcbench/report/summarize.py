@@ -9,16 +9,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hpcbench.figures import baseline as baseline_mod
+from hpcbench.figures.aggregate import Agg, aggregate
+from hpcbench.figures.samples import OTHERS
 from hpcbench.files import atomic_write_text
-from hpcbench.report import baseline as baseline_mod
 from hpcbench.report import headlines
-from hpcbench.report.aggregate import Agg, aggregate
 from hpcbench.report.inputs import Inputs, load
-from hpcbench.report.samples import OTHERS, TIDY_COLUMNS, tidy_columns, tidy_row
+from hpcbench.report.tidy import TIDY_COLUMNS, tidy_columns, tidy_row
 from hpcbench.rundir import RunDir
 from hpcbench.tabular import Table, format_table
+
+if TYPE_CHECKING:  # explain is imported when a report is made
+    from hpcbench.explain import PointWhy
+    from hpcbench.explain.links import Peak
 
 # The short table `hpcbench sweep --wait` prints when the run ends.
 TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
@@ -27,9 +32,10 @@ TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks"
                  "speedup", "efficiency", "reason")
 
 
-def peaks_of(why: list[Any]) -> dict[int, tuple[Any, str]]:
-    """id(point) -> (the slowest link's peak or None, why it is not known), for the table and the plot."""
-    return {id(w.point): (w.peak, w.peak_why) for w in why}
+def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> dict[int, tuple[Peak | None, str]]:
+    """id(point) -> (the slowest link's peak or None, why it is not known), for the table and the plot (explain
+    gives one PointWhy per point, in order)."""
+    return {id(a): (w.peak, w.peak_why) for a, w in zip(aggs, why, strict=True)}
 
 
 @dataclass
@@ -39,7 +45,7 @@ class Report:
     baseline: baseline_mod.BaselineResult
     tables: list[Table]
     findings: dict[str, list[str]]
-    why: list[Any] = field(default_factory=list)  # hpcbench.explain.PointWhy per point
+    why: list[PointWhy] = field(default_factory=list)  # one per point of aggs, in its order
     check_errors: int = 0  # error-level transport checks
     regressions: int = 0  # references that failed
     plots: dict[str, str] = field(default_factory=dict)
@@ -49,8 +55,8 @@ class Report:
     def partial(self) -> bool:
         return self.inputs.partial
 
-    def peaks(self) -> dict[int, tuple[Any, str]]:
-        return peaks_of(self.why)
+    def peaks(self) -> dict[int, tuple[Peak | None, str]]:
+        return peaks_of(self.aggs, self.why)
 
     def tidy(self) -> list[dict[str, Any]]:
         if self._tidy is None:
@@ -78,6 +84,7 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
                 allreduce_file: str | Path | None = None) -> Report:
     """The whole report of runs and logs: their points, baselines, findings and tables (``write`` puts it on disk)."""
     from hpcbench.explain import explain
+    from hpcbench.explain.inputs import subjects
     from hpcbench.report import references as refs_mod
     from hpcbench.report.tables_allreduce import collective_tables
     from hpcbench.report.tables_env import environment
@@ -88,14 +95,14 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     inputs = inputs or load(paths, cluster)
     aggs = aggregate(inputs.samples)
     base = baseline_mod.apply(aggs, baseline)
-    why = explain(aggs, allreduce_file)
+    why = explain(subjects(aggs), allreduce_file)
     intra, inter = intra_inter(aggs)
     for t in (intra, inter):
         t.notes += base.missing
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
-    tables = [intra, inter, *collective_tables(aggs, peaks_of(why)), trans, env, comm_compute(aggs), placement(aggs),
+    tables = [intra, inter, *collective_tables(aggs, peaks_of(aggs, why)), trans, env, comm_compute(aggs), placement(aggs),
               gpu]
     regressions = 0
     if refs is not None:
