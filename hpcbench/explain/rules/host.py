@@ -75,7 +75,7 @@ def _sharing(docs: list[dict[str, Any]]) -> list[tuple[frozenset[int], list[dict
     return out
 
 
-def _unbound_sharing(ctx: Context) -> set[int]:
+def _unbound_sharing(ctx: Context) -> set[int | None]:
     """Ranks that share their host's CPUs unbound: the kernel moves them, and one lags when it is moved."""
     return {d.get("rank") for docs in _per_host(ctx).values() for _, ranks, unbound, _ in _sharing(docs) if unbound
             for d in ranks}
@@ -202,7 +202,7 @@ def load(ctx: Context) -> list[Finding]:
         own = sum((x.ranks or 0) * (x.cpus_per_task or 1) for x in nodes)
         if not n.cpus or not n.before or n.before[0] <= n.cpus or n.before[0] - own < 1.0:
             continue
-        beside = bool(n.after) and n.after[0] - own >= max(1.0, 0.5 * n.cpus)
+        beside = n.after is not None and len(n.after) > 0 and n.after[0] - own >= max(1.0, 0.5 * n.cpus)
         after = f", {n.after[0]:.1f} after them" if n.after else ""
         claim = (f"host {host} was busy: 1-minute load {n.before[0]:.1f} on {n.cpus} CPUs when the steps started"
                  f"{after}, of which this point's ranks account for at most {own}")
