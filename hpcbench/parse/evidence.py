@@ -31,12 +31,9 @@ SHAPES: dict[str, re.Pattern[str]] = {
 }
 # some releases print lines without the NCCL tag; a line with none of these carries nothing here
 _KEYWORDS = ("NCCL", "via ", "Rank", "NVLS", "CollNet", "NET/")
-_KEYWORD_BYTES = tuple(k.encode() for k in _KEYWORDS)
 _ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to ([^\s]*)")
 _AFFINITY = re.compile(r"(?:^|\s)([\w.-]+):\d+:\d+ \[\d+\] NCCL INFO Setting affinity for GPU (\d+) to ([0-9a-fA-F,]+)")
 _GPU = re.compile(r"Rank\s+\d+\s.*\bdevice\s+\d+\s+\[0x[0-9a-fA-F]+\]\s+(\S.*?)\s*$")
-# the line breaks str.splitlines knows besides \n, as UTF-8 bytes: a line holding one is several lines
-_BREAKS = re.compile(rb"[\r\x0b\x0c\x1c-\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
 
 
 @dataclass(frozen=True)
@@ -93,40 +90,38 @@ class Reader:
             return
         block = block[:self._left]
         self._left -= len(block)
-        lines = (self._carry + block).split(b"\n")
-        self._carry = lines.pop()
-        for raw in lines:
-            self._line(raw)
+        cut = block.rfind(b"\n") + 1  # whole lines now; a \r\n pair is never split, nor a UTF-8 character
+        if cut:
+            self._lines(self._carry + block[:cut])
+            self._carry = block[cut:]
+        else:
+            self._carry += block
         if self._left <= 0:
             self.close()
 
     def close(self) -> Evidence:
         """The last line, whole or cut at the limit; what the log shows."""
         if self._carry:
-            self._line(self._carry)
+            self._lines(self._carry)
             self._carry = b""
         self._left = 0
         return self.evidence
 
-    def _line(self, raw: bytes) -> None:
-        wanted = any(k in raw for k in _KEYWORD_BYTES)
-        if not wanted and not _BREAKS.search(raw):
-            self._number += 1  # most lines of a big log carry nothing here
-            return
-        for text in raw.decode("utf-8", errors="replace").splitlines() or [""]:
-            self._number += 1
-            if wanted and any(k in text for k in _KEYWORDS):
-                self._match(text)
+    def _lines(self, data: bytes) -> None:
+        for n, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), self._number + 1):
+            if any(k in text for k in _KEYWORDS):  # most lines of a big log carry nothing here
+                self._match(n, text)
+            self._number = n
 
-    def _match(self, text: str) -> None:
-        ev, line = self.evidence, Line(self._name, self._number, text)
+    def _match(self, number: int, text: str) -> None:
+        ev = self.evidence
         for key, shape in SHAPES.items():
             if key not in ev.first and shape.search(text):
-                ev.first[key] = line
+                ev.first[key] = Line(self._name, number, text)
         if (m := _ENV.search(text)) and m.group(1) not in ev.env:
-            ev.env[m.group(1)] = (m.group(2).rstrip("."), line)  # NCCL ends the line with '.'
+            ev.env[m.group(1)] = (m.group(2).rstrip("."), Line(self._name, number, text))  # NCCL ends it with '.'
         if m := _AFFINITY.search(text):
-            ev.affinity.append(Affinity(m.group(1), int(m.group(2)), m.group(3), line))
+            ev.affinity.append(Affinity(m.group(1), int(m.group(2)), m.group(3), Line(self._name, number, text)))
         if m := _GPU.search(text):
             ev.gpus.add(m.group(1))
 
