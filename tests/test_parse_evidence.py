@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-from hpcbench.parse import parse_file, read_log
+from hpcbench.parse import parallel, parse_file, read_log, scan
 from hpcbench.parse.evidence import Evidence, Reader
 
 LOGS = REPO / "tests" / "data" / "logs"
@@ -69,6 +69,29 @@ def test_every_evidence_line_is_the_line_at_its_number():
 def test_the_facts_of_read_log_are_parse_files(tmp_path):
     for f in [*CORPUS[::10], _nccl_log(tmp_path / "big.log", 30_000)]:
         assert read_log(f).facts == parse_file(f)
+
+
+def test_a_file_read_by_worker_processes_gives_the_same_evidence(tmp_path, monkeypatch):
+    """The workers read the facts of a big file; the evidence of its head is read here, once, all the same."""
+    p = _nccl_log(tmp_path / "big.log", 30_000)
+    monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
+    monkeypatch.setattr(scan, "FAST_MIN", 64 << 10)
+    monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    one = read_log(p)
+    spans = []
+    real = parallel.extracted
+
+    def spy(*a, **k):
+        for span, parts in real(*a, **k):
+            spans.append(span)
+            yield span, parts
+
+    monkeypatch.setattr(parallel, "extracted", spy)
+    monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    many = read_log(p)
+    assert len(spans) >= 2  # spans handed to workers
+    assert asdict(many.evidence) == asdict(one.evidence) and many.facts == one.facts
 
 
 def _read(data: bytes, cuts: list[int], limit: int = 1 << 30) -> Evidence:
