@@ -40,8 +40,9 @@ def _dump(engine: str, files: list[Path]) -> str:
 
 
 def _nccl_log(path: Path, lines: int) -> Path:
-    """A log of corpus NCCL lines, big enough that its chunks take the fast path (which skips lines)."""
-    source = [ln for f in sorted(LOGS.glob("nccl_*.log")) for ln in f.read_text(errors="replace").splitlines()]
+    """A log of corpus NCCL INFO lines, big enough that its chunks take the fast path (which skips lines)."""
+    source = [ln for f in sorted(LOGS.glob("nccl_*.log")) for ln in f.read_text(errors="replace").splitlines()
+              if "NCCL INFO" in ln]
     rng = random.Random(20)
     path.write_text("\n".join(rng.choice(source) for _ in range(lines)) + "\n")
     return path
@@ -84,13 +85,13 @@ def test_a_file_read_by_worker_processes_gives_the_same_evidence(tmp_path, monke
 
     def spy(*a, **k):
         for span, parts in real(*a, **k):
-            spans.append(span)
+            spans.append(parts is not None)
             yield span, parts
 
     monkeypatch.setattr(parallel, "extracted", spy)
     monkeypatch.setenv(parallel.JOBS_ENV, "2")
     many = read_log(p)
-    assert len(spans) >= 2  # spans handed to workers
+    assert sum(spans) >= 2  # spans whose lines this process never read
     assert asdict(many.evidence) == asdict(one.evidence) and many.facts == one.facts
 
 
