@@ -14,7 +14,7 @@ from pathlib import Path
 from conftest import REPO
 
 from hpcbench.parse import parallel, parse_file, read_log, scan
-from hpcbench.parse.evidence import Evidence, Reader
+from hpcbench.parse.evidence import HEAD_BYTES, Evidence, Reader, ranks_named
 
 LOGS = REPO / "tests" / "data" / "logs"
 CORPUS = sorted(LOGS.glob("*.log")) + sorted((REPO / "tests" / "data" / "allreduce").glob("*.log"))
@@ -117,3 +117,10 @@ def test_only_the_head_up_to_the_limit_is_read():
     tail = b"h1:1:1 [0] NCCL INFO Channel 00 : 1[1] -> 0[0] via SHM/direct/direct\n"
     assert set(_read(head + tail, [], limit=len(head) + 10).first) == {"p2p"}
     assert set(_read(head + tail, [7, 90]).first) == {"p2p", "shm"}
+
+
+def test_the_head_is_the_logs_first_bytes_and_names_its_ranks(tmp_path):
+    p = _nccl_log(tmp_path / "big.log", 30_000)
+    assert read_log(p).head == p.read_bytes()[:HEAD_BYTES].decode("utf-8", errors="replace")
+    tests = REPO / "tests" / "data" / "logs" / "nccltests_1.log"
+    assert ranks_named(read_log(tests).head) == 2  # its two "#  Rank  N Group ... on HOST" lines

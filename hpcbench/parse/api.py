@@ -29,6 +29,7 @@ class Log:
 
     facts: dict[str, Any]  # JSON-shaped, as `hpcbench parse` prints it
     evidence: Evidence
+    head: str  # its first evidence.HEAD_BYTES as text: the banners a benchmark prints (model, batch size)
 
 
 def parse_file(path: str | Path) -> dict[str, Any]:
@@ -38,7 +39,7 @@ def parse_file(path: str | Path) -> dict[str, Any]:
 def read_log(path: str | Path) -> Log:
     reader = Reader(Path(path).name)
     facts = _parse(path, reader)
-    return Log(facts, reader.close())
+    return Log(facts, reader.close(), reader.head)
 
 
 class _Tee:

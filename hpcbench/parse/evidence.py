@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 EVIDENCE_BYTES = 64 << 20  # the evidence of a 1 GB log is in its start; reading it all would take seconds
+HEAD_BYTES = 256 << 10  # benchmark banners (model, batch size) sit at the top of a log
 
 # key -> the line shape that shows it
 SHAPES: dict[str, re.Pattern[str]] = {
@@ -34,6 +35,7 @@ _KEYWORDS = ("NCCL", "via ", "Rank", "NVLS", "CollNet", "NET/")
 _ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to ([^\s]*)")
 _AFFINITY = re.compile(r"(?:^|\s)([\w.-]+):\d+:\d+ \[\d+\] NCCL INFO Setting affinity for GPU (\d+) to ([0-9a-fA-F,]+)")
 _GPU = re.compile(r"Rank\s+\d+\s.*\bdevice\s+\d+\s+\[0x[0-9a-fA-F]+\]\s+(\S.*?)\s*$")
+_RANK_ON = re.compile(r"#\s+Rank\s+(\d+)\s.*\bon\s+\S+")  # nccl-tests: "#  Rank  0 Group  0 Pid ... on host"
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class Reader:
         self._left = limit  # bytes still to read
         self._carry = b""  # the start of a line the last block cut
         self._number = 0  # lines read so far
+        self._head = bytearray()  # the first HEAD_BYTES
 
     @property
     def wants(self) -> bool:
@@ -90,6 +93,8 @@ class Reader:
             return
         block = block[:self._left]
         self._left -= len(block)
+        if len(self._head) < HEAD_BYTES:
+            self._head += block[:HEAD_BYTES - len(self._head)]
         cut = block.rfind(b"\n") + 1  # whole lines now; a \r\n pair is never split, nor a UTF-8 character
         if cut:
             self._lines(self._carry + block[:cut])
@@ -98,6 +103,11 @@ class Reader:
             self._carry += block
         if self._left <= 0:
             self.close()
+
+    @property
+    def head(self) -> str:
+        """The log's first HEAD_BYTES, as text."""
+        return self._head.decode("utf-8", errors="replace")
 
     def close(self) -> Evidence:
         """The last line, whole or cut at the limit; what the log shows."""
@@ -124,6 +134,11 @@ class Reader:
             ev.affinity.append(Affinity(m.group(1), int(m.group(2)), m.group(3), Line(self._name, number, text)))
         if m := _GPU.search(text):
             ev.gpus.add(m.group(1))
+
+
+def ranks_named(head: str) -> int:
+    """How many ranks nccl-tests' '# Rank N ... on HOST' lines name."""
+    return len(set(_RANK_ON.findall(head)))
 
 
 def mask_cpus(mask: str) -> set[int]:
