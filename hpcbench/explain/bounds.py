@@ -73,7 +73,7 @@ def prediction(p: Subject, fitted: dict[Placement | None, model.Fit]
                ) -> tuple[model.Prediction | None, model.Fit | None, str]:
     """A training point's modelled step: (prediction, the curve it used, what is missing when there is none)."""
     fit = fitted.get((p.framework, p.backend, p.nodes, p.ranks_per_node)) or fitted.get(None)
-    info = MODELS.get(p.model)
+    info = MODELS.get(p.model) if p.model is not None else None
     if fit is None:
         return None, None, ("an allreduce curve of the same framework, backend and placement (run kind = "
                             "\"allreduce\" with the same nodes x ranks, or give --allreduce FILE)")

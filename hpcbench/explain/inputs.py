@@ -32,7 +32,7 @@ class Subject:
     kind: str
     framework: str
     backend: str
-    model: str
+    model: str | None  # a communication point may name none (its collective says what it moves)
     collective: str | None
     device: str
     batch_size: int | None
