@@ -14,7 +14,7 @@ from hpcbench.findings import Finding, ranked
 from hpcbench.vocab import INFO, MODELS, WARNING
 
 GAP = 0.10  # measured efficiency this far below the model's is something the model does not explain
-Placement = tuple[str, str, "int | None", "int | None"]  # framework, backend, nodes, ranks per node: a curve's key
+Placement = tuple[str, str, int | None, int | None]  # framework, backend, nodes, ranks per node: a curve's key
 
 
 def peak(ctx: Context) -> tuple[links.Peak | None, str]:
