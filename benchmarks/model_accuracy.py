@@ -86,12 +86,14 @@ def main() -> None:
 
 def report(runs: list[Path]) -> None:
     from hpcbench.explain import bounds
-    from hpcbench.report import baseline
-    from hpcbench.report.aggregate import aggregate
+    from hpcbench.explain.inputs import subjects
+    from hpcbench.figures import baseline
+    from hpcbench.figures.aggregate import aggregate
     from hpcbench.report.inputs import load
 
-    points = aggregate(load([str(r) for r in runs]).samples)
-    baseline.apply(points, "auto")
+    aggs = aggregate(load([str(r) for r in runs]).samples)
+    baseline.apply(aggs, "auto")
+    points = subjects(aggs)
     fitted = bounds.fits(points)
     for key, fit in sorted(fitted.items(), key=str):
         print(f"curve {'/'.join(map(str, key or ('--allreduce',)))}: {fit.describe()}")

@@ -34,7 +34,7 @@ EXPLAIN_COLUMNS = ("point", "rule", "severity", "claim", "evidence", "effect", "
 def _frame(samples: Iterable[Any]) -> pd.DataFrame:
     import pandas as pd
 
-    from hpcbench.report.samples import tidy_columns, tidy_row
+    from hpcbench.report.tidy import tidy_columns, tidy_row
 
     samples = list(samples)
     return pd.DataFrame([tidy_row(s) for s in samples], columns=list(tidy_columns(samples)))

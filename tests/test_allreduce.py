@@ -178,7 +178,7 @@ def test_a_run_of_the_kinds_first_name_reads_as_the_collective_kind(tmp_path):
     model "allreduce", as expand.py set it then). It reads as kind "collective", into the allreduce table."""
     from report_helpers import allreduce_rows, make_run, point, record
 
-    from hpcbench.report.summarize import build
+    from hpcbench.report.summarize import make_report
 
     p = point(kind="collective", model=None, nodes=1, rpn=2)
     rd = make_run(tmp_path / "run", [(p, record(p, 1.0, kind="collective", allreduce=allreduce_rows(2.0)))])
@@ -193,7 +193,7 @@ def test_a_run_of_the_kinds_first_name_reads_as_the_collective_kind(tmp_path):
     assert (q.id, q.kind, q.model) == (p.id, "collective", None)
     rec = ResultRecord.from_dict(json.loads(rd.point(p).result.read_text()))
     assert rec.kind == "collective"
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     [a] = rep.aggs
     assert (a.kind, a.model, a.collective, a.ok) == ("collective", None, "all_reduce", True)
     table = next(t for t in rep.tables if t.key == "allreduce")

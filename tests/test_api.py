@@ -19,7 +19,7 @@ from hpcbench.explain import PointWhy
 from hpcbench.findings import Finding
 from hpcbench.parse import parse_file
 from hpcbench.plan.expand import point_id
-from hpcbench.report.samples import TIDY_COLUMNS
+from hpcbench.report.tidy import TIDY_COLUMNS
 
 LOGS = DATA / "logs"
 

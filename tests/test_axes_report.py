@@ -11,12 +11,12 @@ from conftest import DATA
 from report_helpers import make_run, point, record
 
 import hpcbench
+from hpcbench.figures.aggregate import aggregate
 from hpcbench.plan.expand import point_id
 from hpcbench.report import plots
-from hpcbench.report.aggregate import aggregate
 from hpcbench.report.compare import compare
 from hpcbench.report.inputs import run_samples
-from hpcbench.report.summarize import build, summarize, write
+from hpcbench.report.summarize import make_report, sweep_summary, write
 
 
 def axis_point(rpn=1, steps=4, env=(), slurm=()):
@@ -38,7 +38,7 @@ def ib_vs_tcp(tmp_path, name="run"):
 
 
 def test_two_env_values_are_two_curves_each_with_its_own_baseline(tmp_path):
-    rep = build([ib_vs_tcp(tmp_path).root])
+    rep = make_report([ib_vs_tcp(tmp_path).root])
     by = {(a.env, a.ranks_per_node): a for a in rep.aggs}
     assert len(rep.aggs) == 4 and all(a.n_ok == 1 for a in rep.aggs)  # never averaged
     assert [by[IB, r].throughput for r in (1, 2)] == [100.0, 180.0]
@@ -56,7 +56,7 @@ def test_two_env_values_are_two_curves_each_with_its_own_baseline(tmp_path):
 
 
 def test_the_plots_draw_one_curve_per_env_value(tmp_path):
-    rep = build([ib_vs_tcp(tmp_path).root])
+    rep = make_report([ib_vs_tcp(tmp_path).root])
     ax = plots.scalability(rep.aggs, "auto").axes[0]
     curves = {c.get_label(): list(c.lines[0].get_ydata()) for c in ax.containers}  # errorbar: (line, caps, bars)
     assert sorted(curves.values()) == [[50.0, 60.0], [100.0, 180.0]]
@@ -65,7 +65,7 @@ def test_the_plots_draw_one_curve_per_env_value(tmp_path):
 
 def test_records_csv_and_the_api_have_a_column_per_env_axis(tmp_path):
     rd = ib_vs_tcp(tmp_path)
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     write(rep, tmp_path / "out", plots=False)
     with open(tmp_path / "out" / "records.csv", newline="") as f:
         rows = list(csv.DictReader(f))
@@ -74,13 +74,13 @@ def test_records_csv_and_the_api_have_a_column_per_env_axis(tmp_path):
     df = hpcbench.load(rd.root)
     assert df.groupby("env.NCCL_IB_DISABLE")["throughput"].max().to_dict() == {"0": 180.0, "1": 60.0}
     # the end-of-sweep table: a column for what varies
-    text, _ = summarize(rd)
+    text, _ = sweep_summary(rd)
     assert text.splitlines()[0].split()[:4] == ["framework", "backend", "model", "env.NCCL_IB_DISABLE"]
 
 
 def test_a_foreign_log_beside_a_run_adds_no_noise_to_the_names(tmp_path):
     """A log does not know its steps or lr: that is no difference to name; its GPUs and a run's env axis are."""
-    rep = build([ib_vs_tcp(tmp_path).root, DATA / "logs" / "horovod_1.log"])
+    rep = make_report([ib_vs_tcp(tmp_path).root, DATA / "logs" / "horovod_1.log"])
     runs = [a for a in rep.aggs if a.point_id]
     assert sorted(a.apart for a in runs) == ["device=cpu, NCCL_IB_DISABLE=0"] * 2 + ["device=cpu, NCCL_IB_DISABLE=1"] * 2
     assert [a.apart for a in rep.aggs if not a.point_id] == ["device=cuda"]

@@ -9,7 +9,7 @@ import subprocess
 
 from conftest import sweep_ok, write
 
-from hpcbench.report.summarize import build
+from hpcbench.report.summarize import make_report
 
 SWEEP = """
 [sweep]
@@ -60,7 +60,7 @@ def test_env_and_steps_axes_on_two_node_slurm(cli, tmp_path, slurm_cluster):
     assert sorted((r["env.NCCL_IB_DISABLE"], r["nodes"], r["steps"], r["state"]) for r in rows) == [
         ("0", "1", "2", "COMPLETED"), ("0", "2", "3", "COMPLETED"), ("1", "1", "2", "COMPLETED"),
         ("1", "2", "3", "COMPLETED")]
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     assert len(rep.aggs) == 4 and all(a.n_ok == 1 for a in rep.aggs)  # never averaged together
     assert sorted(a.apart for a in rep.aggs) == ["steps=2, NCCL_IB_DISABLE=0", "steps=2, NCCL_IB_DISABLE=1",
                                                  "steps=3, NCCL_IB_DISABLE=0", "steps=3, NCCL_IB_DISABLE=1"]

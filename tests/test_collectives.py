@@ -23,7 +23,7 @@ from hpcbench.parse import parse_file
 from hpcbench.plan.expand import point_id
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.report.fmt import duration_us, num, size
-from hpcbench.report.summarize import build
+from hpcbench.report.summarize import make_report
 from hpcbench.report.tables_allreduce import HEADING, curves
 from hpcbench.rundir import RunDir
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
@@ -302,7 +302,7 @@ def test_a_collective_the_library_lacks_is_recorded_with_its_reason(run):
         assert f"has no {s.collective} (its collectives: allreduce, allgather" in s.reason
         assert s.record.allreduce == [] and s.record.unsupported == s.reason
     # the report says it, and calls it neither a failure nor an error
-    rep = build([run.root])
+    rep = make_report([run.root])
     assert len(rep.findings["collectives a library does not have (recorded by the ranks; not failures)"]) == \
         2 * len(NO_HOROVOD)
     assert not rep.findings["points without a result (failed, missing or not finished)"]
@@ -328,7 +328,7 @@ def test_the_report_has_one_table_and_one_busbw_plot_per_collective(run, tmp_pat
     from hpcbench.report import plots
     from hpcbench.report.summarize import write as write_report
 
-    rep = build([run.root])
+    rep = make_report([run.root])
     tables = {t.key: t for t in rep.tables if t.title.endswith(HEADING)}
     assert list(tables) == ["allreduce", *COLLECTIVES[1:]]
     supported = {c: (3 if c not in NO_HOROVOD else 1) for c in COLLECTIVES}
@@ -377,7 +377,7 @@ def tables_factor(c: str) -> str:
 
 
 def test_a_real_log_of_another_collective_gets_its_own_table(tmp_path):
-    rep = build([str(LOGS / "nccltests_allgather-bf16-g2_50.log"), str(LOGS / "nccltests_rccl-broadcast-trailer_60.log")])
+    rep = make_report([str(LOGS / "nccltests_allgather-bf16-g2_50.log"), str(LOGS / "nccltests_rccl-broadcast-trailer_60.log")])
     keys = [t.key for t in rep.tables if t.title.endswith(HEADING)]
     assert keys == ["all_gather", "broadcast"]  # and no allreduce table: neither log is one
     gather = next(t for t in rep.tables if t.key == "all_gather")
@@ -397,7 +397,7 @@ def test_the_scaling_model_never_takes_another_collective_for_allreduce(cli, tmp
     rd = make_run(tmp_path / "run", [(ag, record(ag, 1.0, kind="collective", allreduce=rows,
                                                    params={"collective": "all_gather"})),
                                      (tr, record(tr, 100.0, compute_time_s=0.1, comm_time_s=0.2))])
-    why = {w.label: {f.rule: f for f in w.findings} for w in build([rd.root]).why}
+    why = {w.label: {f.rule: f for f in w.findings} for w in make_report([rd.root]).why}
     assert "an allreduce curve of the same framework" in why[tr.label]["model"].claim
 
 
@@ -409,14 +409,14 @@ def test_a_wrong_result_is_an_error_in_the_report_and_in_explain(tmp_path):
                          oop_wrong=3 if k == 10 else 0, collective="all_gather", redop="none") for k in (10, 20)]
     rd = make_run(tmp_path / "run", [(ag, record(ag, 1.0, kind="collective", allreduce=rows,
                                                    params={"collective": "all_gather"}))])
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     table = next(t for t in rep.tables if t.key == "all_gather")
     assert any(n.startswith("wrong results") and ag.label in n for n in table.notes)  # out of place counts too
     found = {f.rule: f for w in rep.why for f in w.findings}
     assert found["wrong-results"].severity == "error" and "3 out of place at 1,024 B" in found["wrong-results"].claim
     clean = make_run(tmp_path / "clean", [(ag, record(ag, 1.0, kind="collective", params={"collective": "all_gather"},
                                                       allreduce=[replace(r, oop_wrong=0) for r in rows]))])
-    assert not any(f.rule == "wrong-results" for w in build([clean.root]).why for f in w.findings)
+    assert not any(f.rule == "wrong-results" for w in make_report([clean.root]).why for f in w.findings)
 
 
 def test_time_per_operation_reads_in_its_unit():

@@ -12,10 +12,11 @@ from dataclasses import replace
 import pytest
 from conftest import sweep_ok, write
 
+from hpcbench.figures.samples import from_record
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
 from hpcbench.records import NodeLoad, RankInfo, ResultRecord
-from hpcbench.report.samples import from_record, tidy_row
+from hpcbench.report.tidy import tidy_row
 from hpcbench.submit.launch import plan_launch
 from hpcbench.workloads import placement
 from hpcbench.workloads.config import TrainConfig

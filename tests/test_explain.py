@@ -16,14 +16,14 @@ from report_helpers import make_run, point, record
 from hpcbench.explain import links, model
 from hpcbench.files import atomic_write_json
 from hpcbench.records import AllreduceRow, RankInfo
-from hpcbench.report.summarize import build
+from hpcbench.report.summarize import make_report
 
 LOGS = DATA / "logs"
 
 
 def rules_of(*paths, **kw) -> dict[str, dict[str, object]]:
     """point label -> {rule: finding} for the points of ``paths``."""
-    rep = build([str(p) for p in paths], **kw)
+    rep = make_report([str(p) for p in paths], **kw)
     return {w.label: {f.rule: f for f in w.findings} for w in rep.why}
 
 
@@ -210,7 +210,7 @@ def test_busbw_against_the_peak_in_the_report(tmp_path):
     for r, host in ((0, "h1"), (1, "h2")):
         atomic_write_json(rd.point(ar).dir / f"provenance-rank{r}.json",
                           {"schema": "hpcbench.provenance/1", "rank": r, "hostname": host, "nics": [nic]})
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     t = next(t for t in rep.tables if t.key == "allreduce")
     assert t.rows[-1][1] == "80% of 12.5 GB/s"  # 10 GB/s busbw on a 100 Gb/s NIC
     assert any("Ethernet 100 Gb/s (ens1)" in n for n in t.notes)

@@ -16,10 +16,11 @@ import pytest
 from conftest import REPO
 
 from hpcbench.errors import ConfigError
+from hpcbench.figures.samples import from_record
 from hpcbench.plan.expand import Point, expand, point_id
 from hpcbench.plan.fields import AXES, PARAMS, WORKLOAD_KEYS, Param
 from hpcbench.plan.spec import parse
-from hpcbench.report.samples import TIDY_COLUMNS, from_record, tidy_row
+from hpcbench.report.tidy import TIDY_COLUMNS, tidy_row
 from hpcbench.submit.launch import plan_launch
 from hpcbench.vocab import BACKENDS, COLLECTIVES, DATA, DEVICES, DTYPES, FRAMEWORKS, KINDS, MODELS, SCALING
 from hpcbench.workloads.config import CONFIGS, MODULE

@@ -19,6 +19,7 @@ ORDER = (
     ("workloads",),
     ("submit",),
     ("parse",),
+    ("figures",),
     ("explain",),
     ("report",),
     ("ops",),
@@ -96,7 +97,7 @@ def test_no_backend_is_known_by_name_outside_the_registry():
     from hpcbench.submit.registry import names
 
     assert {"auto", "sbatch", "submitit", "local"} <= set(names())
-    registered = set(names()) - {"auto"}  # also the name of a baseline mode (report/baseline.py)
+    registered = set(names()) - {"auto"}  # also the name of a baseline mode (figures/baseline.py)
     found = []
     for f, tree in _modules():
         if f.relative_to(PACKAGE).as_posix() == "submit/registry.py":
@@ -152,3 +153,48 @@ def test_external_tools_run_through_proc(call):
                     n.value.id == "subprocess":
                 found.append(f"{f.relative_to(REPO)}:{n.lineno} subprocess.{call}")
     assert not found, found
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """package (or top-level module) -> the others it imports, lazy imports included."""
+    graph: dict[str, set[str]] = {}
+    for f, tree in _modules():
+        mine = _stage(str(f.relative_to(REPO)))
+        graph.setdefault(mine, set()).update(_stage(t) for _, t in _imports(tree) if _stage(t) not in (mine, "__init__"))
+    return graph
+
+
+def test_no_import_cycle_through_other_packages():
+    """No package imports one that imports it back through others (modules of one stage level may import
+    each other, so the stage order alone does not rule a cycle out)."""
+    graph = _package_imports()
+    cycles = []
+    for start in sorted(graph):
+        seen, todo = set(), list(graph[start])
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo += graph.get(n, ())
+        if start in seen:
+            cycles.append(start)
+    assert not cycles, f"packages on an import cycle: {cycles}"
+
+
+# Where explain's inputs may come from: upstream stages that read no log (parse reads them, and explain asks it).
+EXPLAIN_MAY_IMPORT = {*ORDER[0], "plan", "parse", "figures"}
+
+
+def test_explain_reads_no_log_itself():
+    """explain imports neither report nor code that reads logs outside parse, and opens no file but its own
+    table of link peaks."""
+    assert _package_imports()["explain"] <= EXPLAIN_MAY_IMPORT, _package_imports()["explain"] - EXPLAIN_MAY_IMPORT
+    opened = []
+    for f, tree in _modules():
+        if _stage(str(f.relative_to(REPO))) != "explain":
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id == "open" or isinstance(
+                    n.func, ast.Attribute) and n.func.attr in ("open", "read_text", "read_bytes", "read")):
+                opened.append(f"{f.relative_to(REPO)}:{n.lineno}")
+    assert len(opened) == 1 and opened[0].startswith("hpcbench/explain/links.py:"), opened  # links.toml

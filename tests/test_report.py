@@ -7,11 +7,11 @@ import struct
 import pytest
 from report_helpers import make_run, point, record
 
+from hpcbench.figures.aggregate import aggregate
+from hpcbench.figures.baseline import apply
 from hpcbench.report import plots
-from hpcbench.report.aggregate import aggregate
-from hpcbench.report.baseline import apply
 from hpcbench.report.inputs import run_samples
-from hpcbench.report.summarize import build, write
+from hpcbench.report.summarize import make_report, write
 from hpcbench.stats import mean_ci95, t975
 
 T1 = 12.706  # t(0.975, df=1)
@@ -42,7 +42,7 @@ def by_layout(aggs, framework="ddp"):
 
 def test_speedup_efficiency_and_repeat_ci_by_hand(tmp_path):
     rd = scaling_run(tmp_path)
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     a = by_layout(rep.aggs)
     # two repeats of 1x1: mean 105; fewer than 3 repeats, so the interval is over each run's steps, not over
     # the runs (a t interval over 2 runs would be t(1) = 12.7 wide): here every step took the same time
@@ -104,7 +104,7 @@ def test_weak_and_strong_scaling_are_labelled_and_not_mixed(tmp_path):
         (w1, record(w1, 100.0)), (w2, record(w2, 150.0)),
         (s1, record(s1, 50.0, scaling="strong", global_batch_size=64)),
         (s2, record(s2, 90.0, scaling="strong", global_batch_size=64))])
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     rows = {(a.scaling, a.layout): a for a in rep.aggs}
     assert rows[("weak", "1x2")].speedup == pytest.approx(1.5)
     assert rows[("strong", "1x2")].speedup == pytest.approx(1.8)
@@ -119,7 +119,7 @@ def _png_size(path):
 
 
 def test_plots_exist_and_hold_the_points(tmp_path):
-    rep = build([scaling_run(tmp_path).root])
+    rep = make_report([scaling_run(tmp_path).root])
     fig = plots.scalability(rep.aggs, "auto")
     ax = fig.axes[0]
     [ddp, none] = ax.containers  # one errorbar series per framework-backend-model (failed/missing points have none)

@@ -13,7 +13,7 @@ from report_helpers import make_run, point, record
 from hpcbench.records import RankInfo
 from hpcbench.report import plots
 from hpcbench.report.compare import compare
-from hpcbench.report.summarize import build
+from hpcbench.report.summarize import make_report
 from hpcbench.stats import t975
 
 
@@ -28,7 +28,7 @@ def test_two_slurm_nodes_on_one_host_are_one_server(tmp_path):
     one, two = point(), point(nodes=2, rpn=1)
     rd = make_run(tmp_path / "run", [(one, _on_one_host(one, record(one, 100.0))),
                                      (two, _on_one_host(two, record(two, 180.0)))])
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     intra, inter = rep.tables[0], rep.tables[1]
     assert not inter.rows  # nothing ran on several hosts
     [flagged] = [r for r in intra.rows if "Slurm nodes" in str(r[4])]
@@ -56,7 +56,7 @@ def test_intervals_follow_their_basis_and_never_reach_below_zero(tmp_path):
     two = [point(rpn=2, repeat=r) for r in range(2)]
     recs2 = _steps(two[0], [0.2, 0.2], 0.02)
     rd = make_run(tmp_path / "run", [*zip(reps, recs), *zip(two, recs2)])
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     a = {x.ranks_per_node: x for x in rep.aggs}
     # 3 repeats: Student's t over the runs; t - h < 0, so throughput's upper end is unbounded, its lower end k/(t+h)
     m, h = 0.5, t975(2) * 0.4 / math.sqrt(3)
@@ -87,11 +87,11 @@ def test_compare_says_whether_a_difference_is_more_than_noise(tmp_path):
     q1, q2, q4 = (replace(p, steps=50) for p in (p1, p2, p4))  # NEW also ran more steps: said, not hidden
     new = make_run(tmp_path / "new", [(q, replace(r, versions={**v, "torch": "2.14.1"}))
                                       for q, r in zip((q1, q2, q4), new_recs)])
-    old_recs_versions = build([old.root]).aggs
+    old_recs_versions = make_report([old.root]).aggs
     for a in old_recs_versions:
         for s in a.samples:
             s.versions = v
-    t = compare(old_recs_versions, build([new.root]).aggs)
+    t = compare(old_recs_versions, make_report([new.root]).aggs)
     verdicts = {r[4]: r[10] for r in t.rows}
     assert verdicts["1x1"].startswith("within noise")  # 1% apart, 10% step noise
     assert verdicts["1x2"].startswith("faster") and verdicts["1x4"].startswith("slower")
@@ -104,7 +104,7 @@ def test_plots_draw_noise_as_noise_and_name_foreign_logs(tmp_path):
                    step_time_ci95_s=0.1)
     rd = make_run(tmp_path / "run", [(p, noisy)])
     logs = DATA / "logs"
-    rep = build([rd.root, str(logs / "horovod_1.log"), str(logs / "horovod_7.log")])
+    rep = make_report([rd.root, str(logs / "horovod_1.log"), str(logs / "horovod_7.log")])
     ax = plots.comm_compute(rep.aggs).axes[0]
     labels = ax.get_legend_handles_labels()[1]
     assert any("within noise" in label for label in labels) and "communication" not in labels

@@ -7,7 +7,7 @@ from hpcbench.files import atomic_write_json
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
 from hpcbench.records import ErrorRecord
-from hpcbench.report.summarize import summarize
+from hpcbench.report.summarize import sweep_summary
 from hpcbench.rundir import RunDir
 from hpcbench.states import collect
 
@@ -60,7 +60,7 @@ def test_every_point_gets_a_state_and_reason(tmp_path):
     assert {s.point.id: s.state for s in collect(rd, {"990014": "PENDING"})}[d.id] == "PENDING"
     assert {s.point.id: s.state for s in collect(rd, None)}[d.id] == "UNKNOWN"
 
-    text, rows = summarize(rd, "table")
+    text, rows = sweep_summary(rd, "table")
     assert len(rows) == 6 and all(r["throughput"] is None for r in rows)
     assert "CUDA out of memory" in text and "NOT_SUBMITTED" in text
     csv_lines = rd.summary_csv.read_text().splitlines()

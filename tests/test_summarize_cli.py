@@ -7,10 +7,10 @@ import re
 from conftest import DATA, write
 from report_helpers import GPU, STARVED, allreduce_rows, make_run, point, provenance, record
 
+from hpcbench.figures.samples import Sample
 from hpcbench.files import atomic_write_json
 from hpcbench.report.inputs import Inputs
-from hpcbench.report.samples import Sample
-from hpcbench.report.summarize import build, text
+from hpcbench.report.summarize import make_report, text
 from hpcbench.states import COMPLETED, RUNNING
 
 
@@ -93,7 +93,7 @@ def test_environment_flags_values_that_differ_between_nodes(tmp_path):
     rd = make_run(tmp_path / "run", [(p, record(p, 100.0, gpu=GPU))])
     atomic_write_json(rd.point(p).dir / "provenance-rank0.json", provenance(0, "node1", "550.54", hostname="gpu01"))
     atomic_write_json(rd.point(p).dir / "provenance-rank1.json", provenance(1, "node2", "535.10", hostname="gpu02"))
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     env = {r[0]: r for r in next(t for t in rep.tables if t.key == "environment").rows}
     assert env["servers (hosts)"][1] == "2: gpu01, gpu02" and "Slurm nodes" not in env  # one node per host
     assert env["GPU driver"][2] == "DIFFERS between nodes" and "node2: 535.10" in env["GPU driver"][1]
@@ -114,7 +114,7 @@ def test_environment_from_real_provenance_files(tmp_path):
     rd = make_run(tmp_path / "run", [(p, record(p, 100.0))])
     for f in (DATA / "provenance").glob("provenance-rank*.json"):
         shutil.copy(f, rd.point(p).dir / f.name)
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     env = {r[0]: r for r in next(t for t in rep.tables if t.key == "environment").rows}
     # The minicluster: two slurmd on one host are one server, and the table says so.
     assert env["servers (hosts)"][1] == "1: vm"
@@ -132,7 +132,7 @@ def test_environment_from_real_provenance_files(tmp_path):
 def test_gpu_utilisation_below_80_percent_warns(tmp_path):
     a, b = point(device="cuda", backend="nccl"), point(device="cuda", backend="nccl", rpn=2)
     rd = make_run(tmp_path / "run", [(a, record(a, 100.0, gpu=GPU)), (b, record(b, 150.0, gpu=STARVED))])
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     gpu = next(t for t in rep.tables if t.key == "gpu")
     assert [r[-1] for r in gpu.rows] == ["ok", "warning: below 80%"]
     assert any("55%" in w and "starving" in w for w in rep.findings["GPU utilisation"])
@@ -145,7 +145,7 @@ def test_allreduce_and_comm_compute_points(tmp_path):
         (ar1, record(ar1, 1.0, kind="collective", allreduce=allreduce_rows(3.0))),
         (ar2, record(ar2, 1.0, kind="collective", allreduce=allreduce_rows(1.5))),
         (tr, record(tr, 64.0, comm_time_s=0.25, compute_time_s=0.75, comm_fraction=0.25, comm_method="hooks"))])
-    rep = build([rd.root])
+    rep = make_report([rd.root])
     t = next(t for t in rep.tables if t.key == "allreduce")
     # columns named by what ran and where: framework-backend, hosts x ranks per host
     assert t.headers == ["message size", "ddp-gloo, 1 host × 2", "horovod-gloo, 2 hosts × 2"]
@@ -178,7 +178,7 @@ def test_partial_run_says_so():
                   backend="gloo", model="mlp", nodes=2, ranks_per_node=2, world_size=4, batch_size=32)
     done = Sample(source="run", label="gloo-n1x1", state=COMPLETED, ok=True, final=True, framework="ddp", backend="gloo",
                   model="mlp", nodes=1, ranks_per_node=1, world_size=1, batch_size=32, throughput=10.0, step_time_s=3.2)
-    rep = build([], inputs=Inputs(samples=[live, done]))
+    rep = make_report([], inputs=Inputs(samples=[live, done]))
     assert rep.partial and "1 of 2 points are still queued or running (RUNNING)" in rep.partial_note()
     out = text(rep)
     assert out.startswith("*** PARTIAL RESULT") and "gloo-n2x2" in out
@@ -195,11 +195,12 @@ def test_comm_time_carries_its_ci_and_says_when_it_is_within_noise(tmp_path):
                      comm_fraction=0.6, comm_method="copy")),
         (noise, record(noise, 128.0, comm_time_s=0.2, compute_time_s=0.8, compute_time_ci95_s=0.4,
                        step_time_ci95_s=0.3, comm_fraction=0.2, comm_method="copy"))])
-    comm = next(t for t in build([rd.root]).tables if t.key == "comm")
+    comm = next(t for t in make_report([rd.root]).tables if t.key == "comm")
     assert [r[4] for r in comm.rows] == ["600.00 ± 500.00", "200.00 (0.00–700.00) (within noise)"]  # never below 0
     assert any(n.startswith("within noise:") for n in comm.notes)
     # The tidy CSV / JSON keep the compute CI for people who redo the arithmetic.
-    from hpcbench.report.samples import from_record, tidy_row
+    from hpcbench.figures.samples import from_record
+    from hpcbench.report.tidy import tidy_row
 
     row = tidy_row(from_record(record(sig, 64.0, compute_time_s=0.4, compute_time_ci95_s=0.4), "run"))
     assert (row["compute_time_ms"], row["compute_time_ci95_ms"]) == (400.0, 400.0)

@@ -7,7 +7,7 @@ import pytest
 from conftest import DATA
 
 from hpcbench.report import plots
-from hpcbench.report.summarize import build
+from hpcbench.report.summarize import make_report
 
 LOGS = DATA / "logs"
 FILES = [*(f"horovod_{n}.log" for n in (1, 3, 5, 7)), *(f"nccltests_{n}.log" for n in (1, 3, 5, 7, 9, 11)), "ddp_1.log"]
@@ -49,7 +49,7 @@ def test_corpus_summary_via_cli(cli, tmp_path):
 
 
 def test_corpus_tables_and_plots(tmp_path):
-    rep = build([str(LOGS / f) for f in FILES])
+    rep = make_report([str(LOGS / f) for f in FILES])
     allreduce = next(t for t in rep.tables if t.key == "allreduce")
     sizes = [r[0] for r in allreduce.rows[:-1]]
     assert sizes[-1] == "16 GiB" and "1 GiB" in sizes

@@ -21,7 +21,7 @@ def cmd_summarize(args: Args) -> int:
         return _compare(args)
     if args.refresh:
         _refresh(args.paths)
-    report = sm.build(args.paths, baseline=args.baseline, references=args.references, cluster=args.cluster)
+    report = sm.make_report(args.paths, baseline=args.baseline, references=args.references, cluster=args.cluster)
     out = Path(args.out) if args.out else report.default_out()
     files = sm.write(report, out, plots=not args.no_plots)
     text = sm.text(report, args.format)

@@ -60,9 +60,9 @@ def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backen
         return 1 if report.failed else 0
     if backend.queued:
         wait_for(rd, args.poll, echo, retry=retrier(spec, rd, python, backend, args.max_retries, echo))
-    from hpcbench.report.summarize import summarize
+    from hpcbench.report.summarize import sweep_summary
 
-    text, rows = summarize(rd, "table")
+    text, rows = sweep_summary(rd, "table")
     print(text, end="" if text.endswith("\n") else "\n")
     echo(f"summary: {rd.summary_csv}")
     echo(f"next: hpcbench summarize {rd.root}   (the report: tables, plots, report.md)")

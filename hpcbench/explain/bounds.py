@@ -4,15 +4,17 @@ allreduce curve. A gap between measured and modelled is itself a finding."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from hpcbench.explain import links, model
 from hpcbench.explain.context import Context, typical_compute
+from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding, ranked
 from hpcbench.vocab import INFO, MODELS, WARNING
 
 GAP = 0.10  # measured efficiency this far below the model's is something the model does not explain
+Placement = tuple[str, str, int | None, int | None]  # framework, backend, nodes, ranks per node: a curve's key
 
 
 def peak(ctx: Context) -> tuple[links.Peak | None, str]:
@@ -28,20 +30,19 @@ def peak(ctx: Context) -> tuple[links.Peak | None, str]:
     return links.within_host(ctx.gpu_models(), nvls, ctx.transports(), ctx.provenance)
 
 
-def _curve(point: Any) -> dict[int, float]:
+def _curve(point: Subject) -> dict[int, float]:
     rows: dict[int, list[float]] = {}
-    for s in point.samples:
-        for r in s.allreduce:
-            rows.setdefault(r.size_bytes, []).append(r.time_us)
+    for r in point.rows:
+        rows.setdefault(r.size_bytes, []).append(r.time_us)
     return {size: sum(v) / len(v) for size, v in rows.items()}
 
 
-def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[Any, model.Fit]:
+def fits(points: Sequence[Subject], allreduce_file: str | Path | None = None) -> dict[Placement | None, model.Fit]:
     """Allreduce curves fitted per (framework, backend, nodes, ranks per node); key None: --allreduce FILE."""
-    out: dict[Any, model.Fit] = {}
+    out: dict[Placement | None, model.Fit] = {}
     for a in points:  # all_reduce only: the gradient exchange the model is about (other collectives never stand in)
-        allreduce = getattr(a, "collective", None) in (None, "all_reduce")
-        if a.kind != "train" and a.ok and allreduce and any(s.allreduce for s in a.samples):
+        allreduce = a.collective in (None, "all_reduce")
+        if a.kind != "train" and a.ok and allreduce and a.rows:
             f = model.fit(_curve(a), f"the run's allreduce point {a.label}")
             if f:
                 out[(a.framework, a.backend, a.nodes, a.ranks_per_node)] = f
@@ -68,10 +69,11 @@ def fits(points: list[Any], allreduce_file: str | Path | None = None) -> dict[An
     return out
 
 
-def prediction(p: Any, fitted: dict[Any, model.Fit]) -> tuple[model.Prediction | None, model.Fit | None, str]:
+def prediction(p: Subject, fitted: dict[Placement | None, model.Fit]
+               ) -> tuple[model.Prediction | None, model.Fit | None, str]:
     """A training point's modelled step: (prediction, the curve it used, what is missing when there is none)."""
     fit = fitted.get((p.framework, p.backend, p.nodes, p.ranks_per_node)) or fitted.get(None)
-    info = MODELS.get(p.model)
+    info = MODELS.get(p.model) if p.model is not None else None
     if fit is None:
         return None, None, ("an allreduce curve of the same framework, backend and placement (a kind = "
                             "\"collective\" all_reduce point with the same nodes x ranks, or give --allreduce FILE)")
@@ -83,7 +85,7 @@ def prediction(p: Any, fitted: dict[Any, model.Fit]) -> tuple[model.Prediction |
     return model.predict(compute, info.params, p.framework, fit), fit, ""
 
 
-def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Finding]) -> list[Finding]:
+def model_findings(ctx: Context, fitted: dict[Placement | None, model.Fit], others: list[Finding]) -> list[Finding]:
     p = ctx.point
     if p.kind != "train" or not p.ok or p.world_size in (None, 1) or p.framework not in ("ddp", "horovod"):
         return []
@@ -91,7 +93,7 @@ def model_findings(ctx: Context, fitted: dict[Any, model.Fit], others: list[Find
     if pred is None or fit is None:
         return [Finding(INFO, "model", f"no scaling model for this point: it needs {missing}", subject=ctx.name)]
     text = f"model: step {pred.step_s * 1e3:.1f} ms (compute {pred.compute_s * 1e3:.1f} + exposed " \
-           f"{pred.exposed_s * 1e3:.1f}) against {p.step_time_s * 1e3:.1f} ms measured"
+           f"{pred.exposed_s * 1e3:.1f}) against {(p.step_time_s or 0.0) * 1e3:.1f} ms measured"
     evidence = f"{pred.describe(p.framework)}; curve: {fit.describe()}"
     if p.efficiency is None or not p.step_time_s:
         return [Finding(INFO, "model", text, evidence=evidence, subject=ctx.name)]

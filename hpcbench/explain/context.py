@@ -1,60 +1,66 @@
-"""What the rules read about one point: its parsed logs, the evidence lines in them, the ranks'
-provenance and result record, and the other points of the study (for comparisons).
-
-A point is duck-typed (the report's aggregated point, hpcbench.report.aggregate.Agg): explain sits
-upstream of the report and imports nothing of it.
-"""
+"""What a rule is given about one point: its Subject (inputs.py), the evidence of its logs merged, and the
+other points of the study (for comparisons), with indexes over them built once for all points."""
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from hpcbench.explain.evidence import Evidence, of_files
+from hpcbench.explain.inputs import Subject
+from hpcbench.parse.evidence import Evidence
+from hpcbench.records import ResultRecord
 
-
-def parsed_logs(point: Any) -> list[dict[str, Any]]:
-    """What hpcbench.parse read from the point's logs (parsed once, on first use, and kept on the sample)."""
-    s = next((s for s in point.samples if s.ok), point.samples[0])
-    if not s.parsed and s.logs:
-        from hpcbench.parse import parse_file
-
-        s.parsed = [parse_file(f) for f in s.logs]
-    return s.parsed
+T = TypeVar("T")
 
 
-def typical_compute(point: Any) -> float | None:
+def typical_compute(point: Subject) -> float | None:
     """The median rank's compute-only step, the lower one of an even count (a straggler's own time is the
     straggler rule's, and with two ranks a plain median would be half of it), else the point's."""
-    import statistics
-
-    rec = next((s.record for s in point.samples if s.ok and s.record is not None), None)
-    own = [t for t in getattr(rec, "rank_compute_s", None) or [] if t is not None]
+    own = [t for t in (point.record.rank_compute_s if point.record else None) or [] if t is not None]
     return statistics.median_low(own) if own else point.compute_time_s
+
+
+def _evidence(point: Subject) -> Evidence:
+    """The evidence of every log of the point, the first line of a shape in the first log that shows it."""
+    out = Evidence()
+    for log in point.logs:
+        out.add(log.evidence)
+    return out
 
 
 @dataclass
 class Context:
-    point: Any
-    others: list[Any]  # every point of the study, this one included
-    parsed: list[dict[str, Any]] = field(default_factory=list)
+    point: Subject
+    others: Sequence[Subject]  # every point of the study, this one included
     evidence: Evidence = field(default_factory=Evidence)
-    provenance: list[dict[str, Any]] = field(default_factory=list)
-    record: Any = None  # the first measured repeat's ResultRecord, where the point has one
     shared: dict[str, Any] = field(default_factory=dict)  # indexes over ``others``, built once for all points
 
     @classmethod
-    def of(cls, point: Any, others: list[Any], shared: dict[str, Any] | None = None) -> Context:
-        s = next((s for s in point.samples if s.ok), point.samples[0])
-        logs = [p["file"] for p in parsed_logs(point) if p.get("file")] or [str(f) for f in s.logs]
-        return cls(point, others, parsed_logs(point), of_files(logs), list(s.provenance), s.record,
-                   {} if shared is None else shared)
+    def of(cls, point: Subject, others: Sequence[Subject], shared: dict[str, Any] | None = None) -> Context:
+        return cls(point, others, _evidence(point), {} if shared is None else shared)
 
-    def index(self, name: str, build: Any) -> Any:
+    def index(self, name: str, build: Callable[[Sequence[Subject]], T]) -> T:
         """An index over every point, built by ``build(others)`` on first use and shared by all the contexts."""
         if name not in self.shared:
             self.shared[name] = build(self.others)
-        return self.shared[name]
+        found: T = self.shared[name]
+        return found
+
+    @property
+    def parsed(self) -> list[dict[str, Any]]:
+        """The facts parse read from each log (its JSON objects)."""
+        return [log.facts for log in self.point.logs]
+
+    @property
+    def provenance(self) -> list[dict[str, Any]]:
+        return list(self.point.provenance)
+
+    @property
+    def record(self) -> ResultRecord | None:
+        """The measured repeat's result record (None for a log without one)."""
+        return self.point.record
 
     @property
     def nccl(self) -> list[dict[str, Any]]:
@@ -62,7 +68,7 @@ class Context:
 
     @property
     def name(self) -> str:
-        return str(self.point.label)
+        return self.point.label
 
     def transports(self, scope: str | None = None) -> set[str]:
         """NCCL transports the logs show (``scope``: 'intra' or 'inter' node edges only)."""
@@ -83,11 +89,11 @@ class Context:
         if name in self.evidence.env:
             value, line = self.evidence.env[name]
             return value, str(line)
-        for d in self.provenance:
+        for d in self.point.provenance:
             if name in (d.get("env") or {}):
                 return str(d["env"][name]), f"provenance-rank{d.get('rank', 0)}.json env.{name}"
         return None, ""
 
     def gpu_models(self) -> set[str]:
-        from_prov = {str(g.get("name")) for d in self.provenance for g in d.get("gpus") or [] if g.get("name")}
+        from_prov = {str(g.get("name")) for d in self.point.provenance for g in d.get("gpus") or [] if g.get("name")}
         return from_prov | self.evidence.gpus

@@ -11,4 +11,11 @@ def parse_file(path: Any) -> dict[str, Any]:
     return _parse_file(path)
 
 
-__all__ = ["parse_file"]
+def read_log(path: Any) -> Any:
+    """parse_file's facts and the lines that show them (hpcbench.parse.api.Log)."""
+    from hpcbench.parse.api import read_log as _read_log
+
+    return _read_log(path)
+
+
+__all__ = ["parse_file", "read_log"]

@@ -1,6 +1,9 @@
 """``parse_file(path) -> dict``: the per-file JSON object of ``hpcbench parse``. Never raises on content;
 what cannot be read becomes a warning on the file. A missing or unreadable file is a ConfigError
-(NoSuchFile for a missing one), as everywhere."""
+(NoSuchFile for a missing one), as everywhere.
+
+``read_log(path) -> Log``: the same facts and, from the same read, the lines that show them (evidence.py),
+for the explain rules: they never open a log themselves."""
 
 from __future__ import annotations
 
@@ -8,17 +11,69 @@ import contextlib
 import gc
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from hpcbench.errors import ConfigError, NoSuchFile
 from hpcbench.parse import results
-from hpcbench.parse.scan import MAX_LINE, Scanner
+from hpcbench.parse.evidence import Evidence, Reader
+from hpcbench.parse.scan import CHUNK, MAX_LINE, Scanner
 
 WHOLE_JSON_MAX = 64 << 20  # a result.json is small; bigger files are only scanned line by line
 
 
+@dataclass(frozen=True)
+class Log:
+    """One log as parse read it: the facts (parse_file's object) and the lines that show them."""
+
+    facts: dict[str, Any]  # JSON-shaped, as `hpcbench parse` prints it
+    evidence: Evidence
+    head: str  # its first evidence.HEAD_BYTES as text: the banners a benchmark prints (model, batch size)
+
+
 def parse_file(path: str | Path) -> dict[str, Any]:
+    return _parse(path, None)
+
+
+def read_log(path: str | Path) -> Log:
+    reader = Reader(Path(path).name)
+    facts = _parse(path, reader)
+    return Log(facts, reader.close(), reader.head)
+
+
+class _Tee:
+    """The file as the scanner reads it, handing the reader every byte of the file's head once, in order. The
+    scanner reads a small file start to end; of a big one, read by worker processes (parallel.py), the reader
+    reads the head itself (``rest``)."""
+
+    def __init__(self, f: BinaryIO, reader: Reader) -> None:
+        self._f, self._reader, self._fed = f, reader, 0
+
+    def read(self, n: int = -1) -> bytes:
+        at = self._f.tell()
+        data = self._f.read(n)
+        if at <= self._fed < at + len(data) and self._reader.wants:
+            self._reader.feed(data[self._fed - at:])
+            self._fed = at + len(data)
+        return data
+
+    def rest(self) -> None:
+        self._f.seek(self._fed)
+        while self._reader.wants and (data := self._f.read(CHUNK)):
+            self._reader.feed(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+
+def _parse(path: str | Path, reader: Reader | None) -> dict[str, Any]:
     p = Path(path)
     try:
         f = open(p, "rb")  # noqa: SIM115 - closed below; the errors of opening are told apart here
@@ -30,10 +85,14 @@ def parse_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: cannot read ({e.strerror})") from None
     sc = Scanner()
     with f, _no_cyclic_gc():
-        head = f.read(1)
+        tee = _Tee(f, reader) if reader is not None else None
+        src = cast(BinaryIO, tee) if tee is not None else f  # a file in all the scanner uses of one
+        head = src.read(1)
         try:
             size = os.fstat(f.fileno()).st_size
-            sc.feed_file(f, str(p), size)
+            sc.feed_file(src, str(p), size)
+            if tee is not None:
+                tee.rest()
         except OSError as e:
             sc.warnings.append(f"read stopped early: {e.strerror or e}")
         if head in (b"{", b"[") and not sc.records:

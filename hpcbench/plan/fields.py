@@ -158,7 +158,7 @@ SERIES = names("series")  # what a curve is of: same values, same curve
 LAYOUT = names("layout")  # where on the curve
 POINT_KEY = (*SERIES, *LAYOUT)  # what a point measures: --compare matches points on these (and on what varies)
 # Every parameter but the repeat: points that differ in any (steps, lr, ...) are never repeats of one another,
-# nor on one curve (with the point's env and [slurm] axes, report/aggregate.point_key and baseline.series_key).
+# nor on one curve (with the point's env and [slurm] axes, figures/aggregate.point_key and figures/baseline.series_key).
 MEASURED = names("series", "layout", "procedure")
 CURVE = names("series", "procedure")
 

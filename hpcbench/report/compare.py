@@ -15,11 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hpcbench.figures.aggregate import Agg, shown, varying
+from hpcbench.figures.baseline import scaling_label
+from hpcbench.figures.samples import axis_values
 from hpcbench.plan.fields import BY_NAME, POINT_KEY
-from hpcbench.report.aggregate import Agg, shown, varying
-from hpcbench.report.baseline import scaling_label
 from hpcbench.report.fmt import num
-from hpcbench.report.samples import axis_values
 from hpcbench.report.tables_allreduce import curves
 from hpcbench.stats import t975, welch
 from hpcbench.tabular import Table
@@ -115,8 +115,8 @@ def compare(old: list[Agg], new: list[Agg]) -> Table:
 
 def compare_paths(old: str, new: str, fmt: str, cluster: str | None = None, out: Path | None = None) -> str:
     """`summarize --compare OLD NEW`: the table in ``fmt``; with ``out``, compare.md and compare.csv there too."""
+    from hpcbench.figures.aggregate import aggregate
     from hpcbench.files import atomic_write_text
-    from hpcbench.report.aggregate import aggregate
     from hpcbench.report.inputs import load
 
     table = compare(*(aggregate(load([p], cluster).samples) for p in (old, new)))

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench.errors import HpcbenchError
+from hpcbench.figures.samples import Sample, from_record
+from hpcbench.parse.evidence import ranks_named
 from hpcbench.records import AllreduceRow, ResultRecord
-from hpcbench.report.samples import Sample, from_record
 from hpcbench.vocab import NO_RESULT, NOT_MEASURED, PARSED, UNPARSABLE
 
-HEAD_BYTES = 256 * 1024  # benchmark banners (model, batch size) sit at the top of a log
+if TYPE_CHECKING:
+    from hpcbench.parse.api import Log
+
 _MODEL = re.compile(r"\bModel: (\S+)")
 _BATCH = re.compile(r"\bBatch size: (\d+)")
 # fp16 as the Horovod and tf_cnn benchmarks are told it: --fp16-allreduce, --use_fp16, --precision fp16, --amp
@@ -31,18 +34,10 @@ def host_family(hosts: list[str] | tuple[str, ...]) -> str | None:
     return "+".join(families) if families else None
 
 
-def _head(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(HEAD_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
 def log_samples(path: Path, notes: list[str]) -> list[Any]:
-    from hpcbench.parse import parse_file
+    from hpcbench.parse.api import read_log
 
-    return infer(parse_file(path), path, _head(path), notes)
+    return infer(read_log(path), path, notes)
 
 
 def _topology(parsed: dict[str, Any]) -> tuple[list[str], int | None, list[str]]:
@@ -61,11 +56,11 @@ def _layout(nodes: int | None, world: int | None) -> int | None:
     return world // nodes if nodes and world and world % nodes == 0 else None
 
 
-def _records(parsed: dict[str, Any], path: Path) -> list[Any]:
+def _records(log: Log, path: Path) -> list[Any]:
     out = []
-    for n, doc in enumerate(parsed.get("records") or []):
+    for n, doc in enumerate(log.facts.get("records") or []):
         try:
-            out.append(from_record(ResultRecord.from_dict(doc, f"{path} record {n}"), str(path), parsed=[parsed]))
+            out.append(from_record(ResultRecord.from_dict(doc, f"{path} record {n}"), str(path), parsed=[log]))
         except (HpcbenchError, TypeError, KeyError) as e:
             out.append(Sample(source=str(path), label=f"{path.name}#{n}", state=UNPARSABLE, ok=False, final=True,
                               reason=str(e)))
@@ -102,7 +97,7 @@ def _ranks_from(device: str, source: str) -> str:
 
 def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Any:
     rows = [_allreduce_row(r, tests.get("collective") or "all_reduce") for r in tests.get("rows") or []]
-    ranks_seen = len(set(re.findall(r"#\s+Rank\s+(\d+)\s.*\bon\s+\S+", head)))
+    ranks_seen = ranks_named(head)
     world = nranks or ranks_seen or None
     said = list(how) + ([f"{ranks_seen} ranks from nccl-tests 'Rank N ... on HOST' lines"] if ranks_seen else [])
     collective = tests.get("collective")
@@ -114,13 +109,14 @@ def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[
                   **base | {"backend": "nccl"})
 
 
-def infer(parsed: dict[str, Any], path: Path, head: str, notes: list[str]) -> list[Any]:
-    """Samples shown by one parsed log (hpcbench.parse.parse_file's shape)."""
-    out = _records(parsed, path)
+def infer(log: Log, path: Path, notes: list[str]) -> list[Any]:
+    """Samples shown by one log as hpcbench.parse read it."""
+    parsed, head = log.facts, log.head
+    out = _records(log, path)
     hosts, nranks, how = _topology(parsed)
     nccl = parsed.get("nccl") or {}
     base: dict[str, Any] = {"source": str(path), "label": path.name, "final": True, "nodes": len(hosts) or None,
-                            "hosts": tuple(hosts), "backend": "nccl" if nccl else "?", "parsed": [parsed],
+                            "hosts": tuple(hosts), "backend": "nccl" if nccl else "?", "parsed": [log],
                             "logs": [path], "cluster": host_family(hosts), "precision": _precision(head)}
     if parsed.get("horovod"):
         out.append(_horovod(parsed["horovod"], head, nranks, how, base))

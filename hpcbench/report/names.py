@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcbench.explain.context import parsed_logs
-from hpcbench.report.aggregate import Agg
+from hpcbench.figures.aggregate import Agg
 
 
 def network(a: Agg) -> str | None:
     """The network NCCL said it used, where a log shows it."""
-    return next((p["nccl"]["network"] for p in parsed_logs(a) if (p.get("nccl") or {}).get("network")), None)
+    return next((log.facts["nccl"]["network"] for log in a.logs() if (log.facts.get("nccl") or {}).get("network")),
+                None)
 
 
 def unit(aggs: list[Agg]) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hpcbench.report.aggregate import Agg
-from hpcbench.report.baseline import scaling_label, series_key
+from hpcbench.figures.aggregate import Agg
+from hpcbench.figures.baseline import scaling_label, series_key
 from hpcbench.report.fmt import size
 from hpcbench.report.names import names_apart, network, unit, what
 from hpcbench.report.tables_allreduce import FACTORS, SIZES, TITLES, curves, present, without_figures

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.errors import ConfigError, read_text
+from hpcbench.figures.aggregate import Agg
 from hpcbench.files import toml
-from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import num
 from hpcbench.tabular import Table
 

@@ -9,16 +9,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hpcbench.figures import baseline as baseline_mod
+from hpcbench.figures.aggregate import Agg, aggregate
+from hpcbench.figures.samples import OTHERS
 from hpcbench.files import atomic_write_text
-from hpcbench.report import baseline as baseline_mod
-from hpcbench.report import findings as fnd
-from hpcbench.report.aggregate import Agg, aggregate
+from hpcbench.report import headlines
 from hpcbench.report.inputs import Inputs, load
-from hpcbench.report.samples import OTHERS, TIDY_COLUMNS, tidy_columns, tidy_row
+from hpcbench.report.tidy import TIDY_COLUMNS, tidy_columns, tidy_row
 from hpcbench.rundir import RunDir
 from hpcbench.tabular import Table, format_table
+
+if TYPE_CHECKING:  # explain is imported when a report is made
+    from hpcbench.explain import PointWhy
+    from hpcbench.explain.links import Peak
 
 # The short table `hpcbench sweep --wait` prints when the run ends.
 TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
@@ -27,9 +32,10 @@ TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks"
                  "speedup", "efficiency", "reason")
 
 
-def peaks_of(why: list[Any]) -> dict[int, tuple[Any, str]]:
-    """id(point) -> (the slowest link's peak or None, why it is not known), for the table and the plot."""
-    return {id(w.point): (w.peak, w.peak_why) for w in why}
+def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> dict[int, tuple[Peak | None, str]]:
+    """id(point) -> (the slowest link's peak or None, why it is not known), for the table and the plot (explain
+    gives one PointWhy per point, in order)."""
+    return {id(a): (w.peak, w.peak_why) for a, w in zip(aggs, why, strict=True)}
 
 
 @dataclass
@@ -39,7 +45,7 @@ class Report:
     baseline: baseline_mod.BaselineResult
     tables: list[Table]
     findings: dict[str, list[str]]
-    why: list[Any] = field(default_factory=list)  # hpcbench.explain.PointWhy per point
+    why: list[PointWhy] = field(default_factory=list)  # one per point of aggs, in its order
     check_errors: int = 0  # error-level transport checks
     regressions: int = 0  # references that failed
     plots: dict[str, str] = field(default_factory=dict)
@@ -49,8 +55,8 @@ class Report:
     def partial(self) -> bool:
         return self.inputs.partial
 
-    def peaks(self) -> dict[int, tuple[Any, str]]:
-        return peaks_of(self.why)
+    def peaks(self) -> dict[int, tuple[Peak | None, str]]:
+        return peaks_of(self.aggs, self.why)
 
     def tidy(self) -> list[dict[str, Any]]:
         if self._tidy is None:
@@ -73,9 +79,12 @@ class Report:
                 f"({', '.join(sorted({s.state for s in live}))}); figures will change") if live else ""
 
 
-def build(paths: list[str | Path], baseline: str = "auto", references: str | Path | None = None,
-          cluster: str | None = None, inputs: Inputs | None = None, allreduce_file: str | Path | None = None) -> Report:
+def make_report(paths: list[str | Path], baseline: str = "auto", references: str | Path | None = None,
+                cluster: str | None = None, inputs: Inputs | None = None,
+                allreduce_file: str | Path | None = None) -> Report:
+    """The whole report of runs and logs: their points, baselines, findings and tables (``write`` puts it on disk)."""
     from hpcbench.explain import explain
+    from hpcbench.explain.inputs import subjects
     from hpcbench.report import references as refs_mod
     from hpcbench.report.tables_allreduce import collective_tables
     from hpcbench.report.tables_env import environment
@@ -86,29 +95,29 @@ def build(paths: list[str | Path], baseline: str = "auto", references: str | Pat
     inputs = inputs or load(paths, cluster)
     aggs = aggregate(inputs.samples)
     base = baseline_mod.apply(aggs, baseline)
-    why = explain(aggs, allreduce_file)
+    why = explain(subjects(aggs), allreduce_file)
     intra, inter = intra_inter(aggs)
     for t in (intra, inter):
         t.notes += base.missing
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
-    tables = [intra, inter, *collective_tables(aggs, peaks_of(why)), trans, env, comm_compute(aggs), placement(aggs),
+    tables = [intra, inter, *collective_tables(aggs, peaks_of(aggs, why)), trans, env, comm_compute(aggs), placement(aggs),
               gpu]
     regressions = 0
     if refs is not None:
         ref_table, regressions = refs_mod.check(refs, aggs)
         tables.append(ref_table)
     findings = {
-        "best backend at each scale": fnd.best_at_each_scale(aggs),
-        "efficiency at the largest scale": fnd.efficiency_at_largest(aggs),
-        "suspicious speedups": fnd.superlinear(aggs),
-        "transport problems": fnd.transport_problems(check_findings),
+        "best backend at each scale": headlines.best_at_each_scale(aggs),
+        "efficiency at the largest scale": headlines.efficiency_at_largest(aggs),
+        "suspicious speedups": headlines.superlinear(aggs),
+        "transport problems": headlines.transport_problems(check_findings),
         "environment differences between nodes": differs,
         "GPU utilisation": gpu_warn,
-        "points without a result (failed, missing or not finished)": fnd.failed_points(aggs),
-        "collectives a library does not have (recorded by the ranks; not failures)": fnd.unsupported(aggs),
-        "not measured (logs with no measurement: evidence for the transport table only)": fnd.not_measured(aggs),
+        "points without a result (failed, missing or not finished)": headlines.failed_points(aggs),
+        "collectives a library does not have (recorded by the ranks; not failures)": headlines.unsupported(aggs),
+        "not measured (logs with no measurement: evidence for the transport table only)": headlines.not_measured(aggs),
         "references": [f"{regressions} reference check(s) failed"] if regressions else [],
         "inferred from logs": inputs.notes,
     }
@@ -154,8 +163,8 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
             *(out / n for n, v in report.plots.items() if v == "written")]
 
 
-def summarize(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
-    """The short end-of-sweep summary of one run; writes summary.csv into the run directory."""
+def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
+    """The short table `hpcbench sweep --wait` prints when a run ends; writes summary.csv into the run directory."""
     from hpcbench.report.inputs import run_samples
 
     samples = run_samples(rd)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcbench.report.aggregate import Agg, mean
+from hpcbench.figures.aggregate import Agg, mean
 from hpcbench.report.fmt import clip, duration_us, num, size
 from hpcbench.report.names import names_apart, point_name
 from hpcbench.tabular import Table

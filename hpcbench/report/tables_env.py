@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from hpcbench.report.samples import Sample
+from hpcbench.figures.samples import Sample
 from hpcbench.tabular import Table
 
 Doc = dict[str, Any]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcbench.report.aggregate import CI_BASES, Agg
-from hpcbench.report.baseline import scaling_label, series_key
+from hpcbench.figures.aggregate import CI_BASES, Agg
+from hpcbench.figures.baseline import scaling_label, series_key
 from hpcbench.report.fmt import clip, interval, ms, num, pct, pm0
 from hpcbench.report.names import settings_column, unit
 from hpcbench.tabular import Table

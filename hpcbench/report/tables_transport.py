@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hpcbench.explain.context import parsed_logs
+from hpcbench.figures.aggregate import Agg
 from hpcbench.findings import Finding, rank
 from hpcbench.parse.checks import check_point
-from hpcbench.report.aggregate import Agg
 from hpcbench.report.fmt import clip
 from hpcbench.tabular import Table
 
@@ -21,7 +20,7 @@ def transports(aggs: list[Agg]) -> tuple[Table, list[Finding]]:
     """The table, and every check finding (for the findings list and the exit code)."""
     rows, findings, cpu_quiet = [], [], []
     for a in aggs:
-        parsed = parsed_logs(a)
+        parsed = [log.facts for log in a.logs()]
         if not parsed:
             continue
         ncc = [p["nccl"] for p in parsed if p.get("nccl")]

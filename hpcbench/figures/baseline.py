@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcbench.errors import ConfigError
+from hpcbench.figures.aggregate import Agg
 from hpcbench.plan.fields import CURVE
-from hpcbench.report.aggregate import Agg
 from hpcbench.vocab import NO_FRAMEWORK
 
 MODES = ("auto", "single-gpu", "single-node", "no-framework")

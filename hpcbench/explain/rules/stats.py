@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 
 from hpcbench.explain.context import Context
+from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding
 from hpcbench.vocab import ERROR, INFO, WARNING
 
@@ -17,11 +19,11 @@ COMM_BOUND = 0.25  # share of the step
 
 def repeats(ctx: Context) -> list[Finding]:
     p = ctx.point
-    if not p.ok or p.point_id is None or len(p.samples) >= MIN_REPEATS:
+    if not p.ok or p.point_id is None or p.repeats >= MIN_REPEATS:
         return []
-    return [Finding(INFO, "few-repeats", f"{len(p.samples)} repeat(s): its interval is over the timed steps of "
+    return [Finding(INFO, "few-repeats", f"{p.repeats} repeat(s): its interval is over the timed steps of "
                     "each run, so run-to-run variation (placement, neighbours, clocks) is not in it",
-                    "set [sweep] repeats = 3 or more", f"{len(p.samples)} result record(s)", subject=ctx.name)]
+                    "set [sweep] repeats = 3 or more", f"{p.repeats} result record(s)", subject=ctx.name)]
 
 
 def noisy_steps(ctx: Context) -> list[Finding]:
@@ -41,16 +43,18 @@ def within_noise_of_baseline(ctx: Context) -> list[Finding]:
     if p.speedup is None or p.throughput_lo is None or not p.base_throughput or p.world_size == p.base_world_size:
         return []
     base = ctx.index("baselines", _by_throughput).get((p.base_throughput, p.base_world_size))
-    if base is None or p.throughput_lo > base.throughput_hi or base.throughput_lo > p.throughput_hi:
+    if base is None or base.throughput_lo is None or base.throughput_hi is None or p.throughput_hi is None:
+        return []
+    if p.throughput_lo > base.throughput_hi or base.throughput_lo > p.throughput_hi:
         return []
     return [Finding(WARNING, "within-noise", f"its throughput interval overlaps its baseline's ({base.label}): "
                     f"the speedup {p.speedup:.2f} is not distinguishable from no change", "more steps or repeats",
                     "the samples/s (95% CI) of both points", subject=ctx.name)]
 
 
-def _by_throughput(points: list) -> dict:
+def _by_throughput(points: Sequence[Subject]) -> dict[tuple[float | None, int | None], Subject]:
     """(throughput, world size) -> the first point with an interval: a point's baseline, found in O(1)."""
-    out: dict = {}
+    out: dict[tuple[float | None, int | None], Subject] = {}
     for a in points:
         if a.throughput_lo is not None:
             out.setdefault((a.throughput, a.world_size), a)
@@ -77,13 +81,13 @@ def communication(ctx: Context) -> list[Finding]:
 
 def wrong_results(ctx: Context) -> list[Finding]:
     """A communication point whose ranks did not all hold the exact result: its figures time a broken operation."""
-    bad = [(n, mode, r.size_bytes) for s in ctx.point.samples for r in s.allreduce
+    bad = [(n, mode, r.size_bytes) for r in ctx.point.rows
            for mode, n in (("in place", r.wrong), ("out of place", r.oop_wrong)) if n is not None and n > 0]
     if not bad:
         return []
     where = "; ".join(f"{n:,} {mode} at {size:,} B" for n, mode, size in bad[:4]) + (" …" if len(bad) > 4 else "")
     return [Finding(ERROR, "wrong-results", f"{sum(n for n, _, _ in bad):,} element(s) of the "
-                    f"{getattr(ctx.point, 'collective', None) or 'all_reduce'} results differed from the exact ones "
+                    f"{ctx.point.collective or 'all_reduce'} results differed from the exact ones "
                     f"({where})", "run it again; if it repeats, the library or the transport corrupts data: compare "
                     "another backend on the same nodes, and report it with the job log",
                     "result.json allreduce[].wrong / oop_wrong; the job log's '# Out of bounds values : N FAILED'",
@@ -91,3 +95,4 @@ def wrong_results(ctx: Context) -> list[Finding]:
 
 
 RULES = (repeats, noisy_steps, within_noise_of_baseline, communication, wrong_results)
+ORDER = 30  # then what the figures can bear

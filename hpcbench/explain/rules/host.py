@@ -8,11 +8,14 @@ times, node loads, input wait); what a record of an older hpcbench lacks is said
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from hpcbench.explain.context import Context, typical_compute
-from hpcbench.explain.evidence import mask_cpus
+from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding
+from hpcbench.parse.evidence import mask_cpus
+from hpcbench.records import NodeLoad
 from hpcbench.vocab import INFO, WARNING
 
 STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler ...
@@ -72,7 +75,7 @@ def _sharing(docs: list[dict[str, Any]]) -> list[tuple[frozenset[int], list[dict
     return out
 
 
-def _unbound_sharing(ctx: Context) -> set[int]:
+def _unbound_sharing(ctx: Context) -> set[int | None]:
     """Ranks that share their host's CPUs unbound: the kernel moves them, and one lags when it is moved."""
     return {d.get("rank") for docs in _per_host(ctx).values() for _, ranks, unbound, _ in _sharing(docs) if unbound
             for d in ranks}
@@ -98,7 +101,8 @@ def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding
 
 def _nccl_affinity(ctx: Context, per_host: dict[str, list[dict[str, Any]]]) -> list[Finding]:
     """NCCL's 'Setting affinity for GPU n to MASK' against the mask the rank of that GPU runs with."""
-    for host, gpu, mask, line in ctx.evidence.affinity:
+    for seen in ctx.evidence.affinity:
+        host, gpu, mask, line = seen.host, seen.gpu, seen.mask, seen.line
         doc = next((d for d in per_host.get(host, []) if d.get("local_rank") == gpu), None)
         cpus = set((doc or {}).get("affinity", {}).get("cpus") or [])
         if doc and cpus and not mask_cpus(mask) & cpus:
@@ -120,9 +124,9 @@ def one_host(ctx: Context) -> list[Finding]:
                     "local backend) to measure between nodes", "result.json ranks[].hostname", subject=ctx.name)]
 
 
-def _hosts(loads: list[Any]) -> dict[str, list[Any]]:
+def _hosts(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:
     """Node loads grouped by host: Slurm nodes that share a host (the minicluster) share its CPUs."""
-    out: dict[str, list[Any]] = {}
+    out: dict[str, list[NodeLoad]] = {}
     for n in loads:
         out.setdefault(n.host, []).append(n)
     return out
@@ -151,13 +155,13 @@ def oversubscribed(ctx: Context) -> list[Finding]:
     return []
 
 
-def _same_work(a: Any) -> tuple[Any, ...]:
+def _same_work(a: Subject) -> tuple[object, ...]:
     return a.framework, a.backend, a.model, a.batch_size, a.device
 
 
-def _one_per_node(points: list[Any]) -> dict[tuple[Any, ...], list[Any]]:
+def _one_per_node(points: Sequence[Subject]) -> dict[tuple[object, ...], list[Subject]]:
     """Measured points of one rank per node with a compute time, by what they computed."""
-    out: dict[tuple[Any, ...], list[Any]] = {}
+    out: dict[tuple[object, ...], list[Subject]] = {}
     for a in points:
         if a.ok and a.ranks_per_node == 1 and typical_compute(a):
             out.setdefault(_same_work(a), []).append(a)
@@ -198,7 +202,7 @@ def load(ctx: Context) -> list[Finding]:
         own = sum((x.ranks or 0) * (x.cpus_per_task or 1) for x in nodes)
         if not n.cpus or not n.before or n.before[0] <= n.cpus or n.before[0] - own < 1.0:
             continue
-        beside = bool(n.after) and n.after[0] - own >= max(1.0, 0.5 * n.cpus)
+        beside = n.after is not None and len(n.after) > 0 and n.after[0] - own >= max(1.0, 0.5 * n.cpus)
         after = f", {n.after[0]:.1f} after them" if n.after else ""
         claim = (f"host {host} was busy: 1-minute load {n.before[0]:.1f} on {n.cpus} CPUs when the steps started"
                  f"{after}, of which this point's ranks account for at most {own}")
@@ -244,7 +248,7 @@ def gpu_numa(ctx: Context) -> list[Finding]:
     """A rank whose GPU hangs off another socket than its CPUs: every copy crosses the socket link."""
     rec = ctx.record
     ok = getattr(rec, "gpu_numa_ok", None)
-    if ok is False:
+    if ok is False and rec is not None:
         return [Finding(WARNING, "gpu-numa", f"a GPU is fed across the socket link: {rec.gpu_numa_detail}",
                         "put each rank on its GPU's socket: gpu_bind = \"block\" or \"closest\" in the cluster "
                         "profile (README, GPU binding)", "provenance-rank<N>.json gpu_binding; result.json "
@@ -267,3 +271,4 @@ def input_pipeline(ctx: Context) -> list[Finding]:
 
 
 RULES = (binding, gpu_numa, one_host, oversubscribed, compute_growth, load, straggler, input_pipeline)
+ORDER = 20  # then where the ranks ran

@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hpcbench.figures.samples import ENV_COLUMN, OTHERS, Sample, axis_values
 from hpcbench.plan.fields import BY_NAME, MEASURED, NAMES
-from hpcbench.report.samples import ENV_COLUMN, OTHERS, Sample, axis_values
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import NOT_MEASURED
+
+if TYPE_CHECKING:
+    from hpcbench.parse.api import Log
 
 MIN_REPEATS_FOR_RUN_CI = 3
 CI_BASES = {"runs": "over the repeats (run-to-run variation included)",
@@ -61,6 +64,20 @@ class Agg:
     @property
     def first(self) -> Sample:
         return self.samples[0]
+
+    @property
+    def first_measured(self) -> Sample:
+        """The repeat whose logs, provenance and record tell how the point ran: the first measured, else the first."""
+        return next((s for s in self.samples if s.ok), self.samples[0])
+
+    def logs(self) -> list[Log]:
+        """first_measured's logs as hpcbench.parse read them: facts and evidence (read once, kept on the sample)."""
+        s = self.first_measured
+        if not s.parsed and s.logs:
+            from hpcbench.parse.api import read_log
+
+            s.parsed = [read_log(f) for f in s.logs]
+        return list(s.parsed)
 
     @property
     def ok(self) -> bool:

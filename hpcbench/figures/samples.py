@@ -7,15 +7,17 @@ nccl-tests logs give the same tables. A Sample has one field per declared measur
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench.plan.fields import BY_NAME, NAMES, PARAMS
 from hpcbench.records import AllreduceRow, NodeLoad, ResultRecord
-from hpcbench.report.fmt import ms
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import COMPLETED, UNSUPPORTED
+
+if TYPE_CHECKING:  # the parser's modules load when a log is read, not when a run is planned
+    from hpcbench.parse.api import Log
 
 
 @dataclass
@@ -56,7 +58,7 @@ class _Measured:
     allreduce: list[AllreduceRow] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)  # files whose NCCL lines tell the transports
     provenance: list[dict[str, Any]] = field(default_factory=list)
-    parsed: list[dict[str, Any]] = field(default_factory=list)  # hpcbench.parse.parse_file output, filled lazily
+    parsed: list[Log] = field(default_factory=list)  # its logs as hpcbench.parse read them (Agg.logs fills it)
     record: ResultRecord | None = None  # the result record itself, for the evidence the explain rules read
     speedup: float | None = None  # filled by baseline.apply
     efficiency: float | None = None
@@ -103,22 +105,6 @@ class _Measured:
 Sample: Any = make_dataclass("Sample", [(p.name, Any, field(default=p.unknown)) for p in PARAMS], bases=(_Measured,))
 Sample.__module__ = __name__
 
-# The tidy CSV / JSON: one row per point x repeat. The first columns are the old summary.csv's, in order;
-# every declared parameter is a column.
-TIDY_COLUMNS = tuple(dict.fromkeys((
-    "point_id", "label", "backend", "model", "batch_size", "nodes", "ranks_per_node", "world_size", "repeat",
-    "state", "ok", "job_id", "step_time_ms", "throughput", "throughput_per_rank", "speedup", "efficiency",
-    "nodes_seen", "reason",
-    # result/2 and summarize's additions
-    "framework", "kind", "device", "scaling", "global_batch_size", "cluster", "step_time_ci95_ms",
-    "throughput_ci95", "comm_time_ms", "compute_time_ms", "compute_time_ci95_ms", "comm_fraction", "gpu_util_mean",
-    "gpu_util_min", "affinity_ok", "source", "inferred", "hosts",
-    # the explain engine's evidence (issue 12)
-    "input_time_ms", "input_fraction", "gpu_numa_ok",
-    *NAMES,
-)))
-
-
 # What a point's usual name says (framework-backend, model, layout, the batch in its scaling label); the other
 # parameters, and its env and [slurm] axes, tell points apart where they vary (names.py says them).
 NAMED = ("framework", "backend", "model", "nodes", "ranks_per_node", "gpus_per_node", "kind", "scaling",
@@ -133,28 +119,6 @@ def axis_values(s: Any) -> dict[str, Any]:
     d.update((f"{ENV_COLUMN}{k}", v) for k, v in s.env)
     d.update(s.slurm)
     return d
-
-
-def tidy_columns(samples: Any) -> tuple[str, ...]:
-    """records.csv's columns: TIDY_COLUMNS, then one per env or [slurm] axis that any sample has."""
-    extra = {f"{ENV_COLUMN}{k}" for s in samples for k, _ in s.env} | {k for s in samples for k, _ in s.slurm}
-    return (*TIDY_COLUMNS, *sorted(extra - set(TIDY_COLUMNS)))
-
-
-_DIRECT = tuple(f.name for f in fields(Sample) if f.name in TIDY_COLUMNS)
-
-
-def tidy_row(s: Any) -> dict[str, Any]:
-    d = {name: getattr(s, name) for name in _DIRECT}
-    d["hosts"] = " ".join(s.hosts) or None
-    d.update(step_time_ms=ms(s.step_time_s), step_time_ci95_ms=ms(s.step_time_ci95_s),
-             comm_time_ms=ms(s.comm_time_s), compute_time_ms=ms(s.compute_time_s),
-             compute_time_ci95_ms=ms(s.compute_time_ci95_s), input_time_ms=ms(s.input_time_s),
-             throughput_per_rank=(s.throughput / s.world_size if s.throughput and s.world_size else None))
-    row = {c: d.get(c) for c in TIDY_COLUMNS}
-    row.update((f"{ENV_COLUMN}{k}", v) for k, v in s.env)
-    row.update(s.slurm)
-    return row
 
 
 def record_params(rec: ResultRecord) -> dict[str, Any]:

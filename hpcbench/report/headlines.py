@@ -1,10 +1,11 @@
-"""The short generated findings list at the top of the report."""
+"""The headlines at the top of the report: best backend per scale, efficiency at the largest scale, suspicious
+speedups, failed and unmeasured points, transport problems (the explain findings said once each)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hpcbench.report.aggregate import Agg
+from hpcbench.figures.aggregate import Agg
 from hpcbench.report.fmt import clip, num, pct
 from hpcbench.report.names import unit
 from hpcbench.vocab import ERROR, UNSUPPORTED, WARNING

@@ -78,3 +78,5 @@ def unused_features(ctx: Context) -> list[Finding]:
 
 
 RULES = (log_checks, network, env_disables, unused_features)
+ORDER = 10  # transports first: what the run used is the first thing to know
+ON_LOGS_ALONE = True  # a log of NCCL lines only is evidence about transports

@@ -1,0 +1,147 @@
+"""Where a fact shows in a log (file:line), for a person to open and read: the first line of each transport
+shape, NCCL settings taken from the environment, NCCL's CPU affinity per GPU, and the GPU models nccl-tests
+names.
+
+Read from the bytes as the scan reads them (api.read_log hands each block of the file to ``Reader.feed``),
+over the first EVIDENCE_BYTES only, the same with or without the C scanner: the fast path skips lines and
+so cannot say where one is. Lines are numbered as str.splitlines numbers them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+EVIDENCE_BYTES = 64 << 20  # the evidence of a 1 GB log is in its start; reading it all would take seconds
+HEAD_BYTES = 256 << 10  # benchmark banners (model, batch size) sit at the top of a log
+
+# key -> the line shape that shows it
+SHAPES: dict[str, re.Pattern[str]] = {
+    "socket": re.compile(r"via NET/Socket|Using (?:internal )?[Nn]etwork Socket|NET/Socket : Using"),
+    "ib_device": re.compile(r"NET/IB : Using \[\d"),
+    "no_ib_device": re.compile(r"NET/IB : No device found"),
+    "roce": re.compile(r"NET/IB : Using \[\d[^\n]*/RoCE"),
+    "ib_transport": re.compile(r"via NET/IB"),
+    "gdrdma": re.compile(r"via NET/\S*GDRDMA"),
+    "shm": re.compile(r"via SHM|via direct shared memory"),
+    "p2p": re.compile(r"via P2P"),
+    "nvls_available": re.compile(r"NVLS multicast support is available"),
+    "nvls_used": re.compile(r"via NVLS|NVLS comm 0x|[1-9]\d* nvls channels"),
+    "collnet_available": re.compile(r"CollNet (?:is )?(?:enabled|supported)|Collnet \w+ enabled|CollNet: \d+ nodes"),
+    "collnet_used": re.compile(r"via COLLNET|CollNet channels [1-9]"),
+}
+# some releases print lines without the NCCL tag; a line with none of these carries nothing here
+_KEYWORDS = ("NCCL", "via ", "Rank", "NVLS", "CollNet", "NET/")
+_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to ([^\s]*)")
+_AFFINITY = re.compile(r"(?:^|\s)([\w.-]+):\d+:\d+ \[\d+\] NCCL INFO Setting affinity for GPU (\d+) to ([0-9a-fA-F,]+)")
+_GPU = re.compile(r"Rank\s+\d+\s.*\bdevice\s+\d+\s+\[0x[0-9a-fA-F]+\]\s+(\S.*?)\s*$")
+_RANK_ON = re.compile(r"#\s+Rank\s+(\d+)\s.*\bon\s+\S+")  # nccl-tests: "#  Rank  0 Group  0 Pid ... on host"
+
+
+@dataclass(frozen=True)
+class Line:
+    file: str  # the log's name (not its path: the evidence is read by a person in the run's folder)
+    number: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.number}: {self.text.strip()[:160]}"
+
+
+@dataclass(frozen=True)
+class Affinity:
+    host: str
+    gpu: int
+    mask: str  # NCCL's hex mask, as printed
+    line: Line
+
+
+@dataclass
+class Evidence:
+    first: dict[str, Line] = field(default_factory=dict)  # shape key -> its first line
+    env: dict[str, tuple[str, Line]] = field(default_factory=dict)  # NCCL_X -> (value, line)
+    affinity: list[Affinity] = field(default_factory=list)
+    gpus: set[str] = field(default_factory=set)  # GPU models named by nccl-tests' rank lines
+
+    def add(self, other: Evidence) -> None:
+        """Another log's evidence after this one's: the first line of a shape stays the first seen."""
+        for k, v in other.first.items():
+            self.first.setdefault(k, v)
+        for name, value in other.env.items():
+            self.env.setdefault(name, value)
+        self.affinity += other.affinity
+        self.gpus |= other.gpus
+
+
+class Reader:
+    """The evidence of one log, fed its bytes in file order, in blocks cut anywhere."""
+
+    def __init__(self, name: str, limit: int = EVIDENCE_BYTES) -> None:
+        self.evidence = Evidence()
+        self._name = name
+        self._left = limit  # bytes still to read
+        self._carry = b""  # the start of a line the last block cut
+        self._number = 0  # lines read so far
+        self._head = bytearray()  # the first HEAD_BYTES
+
+    @property
+    def wants(self) -> bool:
+        return self._left > 0
+
+    def feed(self, block: bytes) -> None:
+        if self._left <= 0:
+            return
+        block = block[:self._left]
+        self._left -= len(block)
+        if len(self._head) < HEAD_BYTES:
+            self._head += block[:HEAD_BYTES - len(self._head)]
+        cut = block.rfind(b"\n") + 1  # whole lines now; a \r\n pair is never split, nor a UTF-8 character
+        if cut:
+            self._lines(self._carry + block[:cut])
+            self._carry = block[cut:]
+        else:
+            self._carry += block
+        if self._left <= 0:
+            self.close()
+
+    @property
+    def head(self) -> str:
+        """The log's first HEAD_BYTES, as text."""
+        return self._head.decode("utf-8", errors="replace")
+
+    def close(self) -> Evidence:
+        """The last line, whole or cut at the limit; what the log shows."""
+        if self._carry:
+            self._lines(self._carry)
+            self._carry = b""
+        self._left = 0
+        return self.evidence
+
+    def _lines(self, data: bytes) -> None:
+        for n, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), self._number + 1):
+            if any(k in text for k in _KEYWORDS):  # most lines of a big log carry nothing here
+                self._match(n, text)
+            self._number = n
+
+    def _match(self, number: int, text: str) -> None:
+        ev = self.evidence
+        for key, shape in SHAPES.items():
+            if key not in ev.first and shape.search(text):
+                ev.first[key] = Line(self._name, number, text)
+        if (m := _ENV.search(text)) and m.group(1) not in ev.env:
+            ev.env[m.group(1)] = (m.group(2).rstrip("."), Line(self._name, number, text))  # NCCL ends it with '.'
+        if m := _AFFINITY.search(text):
+            ev.affinity.append(Affinity(m.group(1), int(m.group(2)), m.group(3), Line(self._name, number, text)))
+        if m := _GPU.search(text):
+            ev.gpus.add(m.group(1))
+
+
+def ranks_named(head: str) -> int:
+    """How many ranks nccl-tests' '# Rank N ... on HOST' lines name."""
+    return len(set(_RANK_ON.findall(head)))
+
+
+def mask_cpus(mask: str) -> set[int]:
+    """NCCL's affinity mask ('ffffff00,0000ffff,ff000000': 32-bit words, most significant first) -> CPU ids."""
+    value = int(mask.replace(",", ""), 16)
+    return {i for i in range(value.bit_length()) if value >> i & 1}
