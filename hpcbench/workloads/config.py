@@ -1,20 +1,23 @@
-"""Rank configs: one dataclass per workload kind, derived from the parameter declaration
-(plan/fields.py), behind each workload's command line (the CLI is a thin layer over them).
+"""Rank configs: one frozen dataclass per workload kind, written from the parameter declaration
+(plan/fields.py) into workloads/_configs.py by ``python -m hpcbench.plan.codegen``, behind each
+workload's command line (the CLI is a thin layer over them). Import them from here.
 
-A kind's config has the point's folder, id and label, and every declared parameter that applies
-to that kind and reaches the ranks, with the declared default. ``from_point`` -> ``to_argv`` ->
-``from_argv`` is a round trip: what the planner decides is exactly what a rank runs with.
+A kind's config has the point's folder, id and label (RankConfig), and every declared parameter that
+applies to that kind and reaches the ranks, with the declared default. ``from_point`` -> ``to_argv``
+-> ``from_argv`` is a round trip: what the planner decides is exactly what a rank runs with.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, field, fields, make_dataclass
-from functools import cache
-from typing import Any
+from dataclasses import MISSING, dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from hpcbench.plan.fields import BY_NAME, PARAMS, Param
+from hpcbench.plan.fields import BY_NAME, rank_params
 from hpcbench.vocab import KINDS
+
+if TYPE_CHECKING:
+    from hpcbench.plan.expand import Point
 
 MODULE = {kind: f"hpcbench.workloads.{kind}" for kind in KINDS}  # what `python -m` runs for each kind
 
@@ -29,22 +32,20 @@ def _flag(name: str) -> str:
     return f"--{name.replace('_', '-')}"
 
 
-@cache  # once per kind: rendering 10,000 job scripts asks 10,000 times
-def rank_params(kind: str) -> tuple[Param, ...]:
-    """The declared parameters a rank of ``kind`` is given, in declaration order."""
-    return tuple(p for p in PARAMS if p.applies(kind) and p.ranks)
+C = TypeVar("C", bound="RankConfig")
 
 
+@dataclass(frozen=True)
 class RankConfig:
     """Round trip Point -> argv -> config, for the config of any workload kind."""
 
-    kind: str
+    kind: ClassVar[str]
     out: str
     point_id: str
     label: str
 
     @classmethod
-    def from_point(cls, point: Any, out: str, **overrides: Any) -> Any:
+    def from_point(cls: type[C], point: Point, out: str, **overrides: Any) -> C:
         kw = {p.name: getattr(point, p.name) for p in rank_params(cls.kind)}
         kw.update(overrides)
         return cls(out=out, point_id=point.id, label=point.label, **kw)
@@ -62,28 +63,20 @@ class RankConfig:
         return argv
 
     @classmethod
-    def from_argv(cls, argv: list[str] | None) -> Any:
+    def from_argv(cls: type[C], argv: list[str] | None) -> C:
         ap = argparse.ArgumentParser(prog=f"python -m {MODULE[cls.kind]}",
                                      description=f"One rank of an hpcbench {cls.kind} point.")
-        for f in fields(cls):  # type: ignore[arg-type]
+        for f in fields(cls):
             p = BY_NAME.get(f.name)
             kind: Any = str if p is None else (_bool if p.type is bool else p.type)
-            required = f.default is MISSING
+            default: Any = f.default
+            required = default is MISSING
             ap.add_argument(_flag(f.name), dest=f.name, type=kind, required=required,
-                            help=p.doc if p else None, **({} if required else {"default": f.default}))
+                            help=p.doc if p else None, **({} if required else {"default": default}))
         return cls(**vars(ap.parse_args(argv)))
 
 
-def _config(kind: str) -> type[RankConfig]:
-    cls = make_dataclass(f"{kind.capitalize()}Config",
-                         [("out", str), ("point_id", str), ("label", str),
-                          *((p.name, p.annotation, field(default=p.default)) for p in rank_params(kind))],
-                         bases=(RankConfig,), frozen=True, namespace={"kind": kind})
-    cls.__module__ = __name__
-    cls.__doc__ = f"What every rank of a {kind} point runs with."
-    return cls
+# The classes, one per kind, written by codegen; it imports RankConfig from above, so it comes last.
+from hpcbench.workloads._configs import CONFIGS, AllreduceConfig, TrainConfig  # noqa: E402
 
-
-CONFIGS: dict[str, type[RankConfig]] = {kind: _config(kind) for kind in KINDS}
-TrainConfig: Any = CONFIGS["train"]
-AllreduceConfig: Any = CONFIGS["allreduce"]
+__all__ = ["CONFIGS", "MODULE", "AllreduceConfig", "RankConfig", "TrainConfig", "rank_params"]
