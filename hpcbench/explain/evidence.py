@@ -55,8 +55,8 @@ class Evidence:
     def add(self, other: Evidence) -> None:
         for k, v in other.first.items():
             self.first.setdefault(k, v)
-        for k, v in other.env.items():
-            self.env.setdefault(k, v)
+        for k, pair in other.env.items():
+            self.env.setdefault(k, pair)
         self.affinity += other.affinity
         self.gpus |= other.gpus
 

@@ -72,7 +72,7 @@ def _sharing(docs: list[dict[str, Any]]) -> list[tuple[frozenset[int], list[dict
     return out
 
 
-def _unbound_sharing(ctx: Context) -> set[int]:
+def _unbound_sharing(ctx: Context) -> set[int | None]:
     """Ranks that share their host's CPUs unbound: the kernel moves them, and one lags when it is moved."""
     return {d.get("rank") for docs in _per_host(ctx).values() for _, ranks, unbound, _ in _sharing(docs) if unbound
             for d in ranks}

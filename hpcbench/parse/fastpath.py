@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import filterfalse, islice
+from typing import Any
 
 from hpcbench.parse import hostwin
 from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
@@ -32,7 +33,7 @@ from hpcbench.parse.prefixes import HOST, MPI_TAG, TAG, TS, continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
-    from hpcbench.parse import _scan
+    import hpcbench.parse._scan as _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None
 if _scan is not None and (getattr(_scan, "ABI", None) != 1 or os.environ.get(C_ENV) == "0"):
@@ -75,7 +76,7 @@ class Seen:
     warns: set[bytes] = field(default_factory=set)  # "WARN ..." messages: every copy is counted
     inits: set[tuple[bytes, bytes]] = field(default_factory=set)  # (rank, nranks) of init lines handed on
     # the C scanner's own set of messages (then ``msgs`` stays empty); None: the pure-Python passes
-    c: object | None = field(default_factory=lambda: compiled_messages())
+    c: Any = field(default_factory=lambda: compiled_messages())  # a _scan.Messages: C, so untyped
 
 
 def compiled_messages() -> object | None:
@@ -172,7 +173,8 @@ def _tags(tags: set[bytes]) -> bytes:
         return b""
     if len(tags) == 1:
         return b"(?:" + re.escape(next(iter(tags))) + b")?"
-    forms = {MPI_TAG.match(t.decode()).group(1) if b"," in t else None for t in tags}
+    # a tag with a comma is an MPI tag: it matched MPI_TAG when it was read
+    forms = {MPI_TAG.match(t.decode()).group(1) if b"," in t else None for t in tags}  # type: ignore[union-attr]
     alts = [(rb"\[" + f.encode() + rb",[0-9]+\]" if f else rb"\[[0-9]+\]") + rb"<std(?:out|err)>:"
             for f in sorted(forms, key=str)]
     return b"(?:" + b"|".join(alts) + b")?"

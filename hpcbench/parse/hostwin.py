@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from types import ModuleType
+from typing import Literal
 
 GOOD_MAX = 100_000  # windows remembered; past this the set starts again
-_np: ModuleType | None | bool = None
+_np: ModuleType | Literal[False] | None = None  # False: numpy is not installed
 
 
 def _numpy() -> ModuleType | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench.plan.fields import BY_NAME, MEASURED, NAMES
 from hpcbench.report.samples import ENV_COLUMN, OTHERS, Sample, axis_values
@@ -57,6 +57,9 @@ class Agg:
     base_world_size: int | None = None
     notes: list[str] = field(default_factory=list)
     apart: str = ""  # the values that tell it from the other points beyond its name: "steps=10, NCCL_ALGO=Ring"
+
+    if TYPE_CHECKING:  # the point's fields (POINT_FIELDS), properties set below: as untyped as a Sample's
+        def __getattr__(self, name: str) -> Any: ...
 
     @property
     def first(self) -> Sample:
@@ -100,8 +103,14 @@ class Agg:
 # Point fields (the declared parameters, where it came from) are the same in every repeat: read them from the first.
 POINT_FIELDS = (*NAMES, "source", "label", "point_id", "world_size", "cluster", "comm_method", "layout",
                 "precision", "env", "slurm")
+
+
+def _from_first(name: str) -> property:
+    return property(lambda self: getattr(self.samples[0], name))
+
+
 for _name in POINT_FIELDS:
-    setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
+    setattr(Agg, _name, _from_first(_name))
 
 
 def mean(values: list[float]) -> float | None:

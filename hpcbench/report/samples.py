@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench.plan.fields import BY_NAME, NAMES, PARAMS
 from hpcbench.records import AllreduceRow, NodeLoad, ResultRecord
@@ -62,6 +62,9 @@ class _Measured:
     efficiency: float | None = None
     env: tuple[tuple[str, str], ...] = ()  # the point's environment variables that are axes ([matrix.env])
     slurm: tuple[tuple[str, Any], ...] = ()  # the point's measured [slurm] settings that are axes (cpus_per_task, ...)
+
+    if TYPE_CHECKING:  # Sample adds one field per declared parameter (below), each as a source gives it
+        def __getattr__(self, name: str) -> Any: ...
 
     # Per rank (index = rank) and per node, read from the record (explain's rules read the record itself).
     @property

@@ -199,7 +199,7 @@ def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, ec
 def _choose(rd: RunDir, backend: Backend, report: SubmitReport, echo: Echo,
             select: Callable[[PointState], bool] | None, force: bool) -> list[PointState]:
     """The points to submit now; with ``force``, every point, its live job cancelled first."""
-    view = scheduler_view(rd) if rd.submissions() else {}
+    view: SchedulerView | dict[str, str] = scheduler_view(rd) if rd.submissions() else {}
     states = collect(rd, view)
     blind = [s for s in states if s.state == UNKNOWN and s.job_id and s.backend != "local"]
     if blind and isinstance(view, SchedulerView) and not view.read:  # their jobs may live: a second one would double
