@@ -96,7 +96,7 @@ def configs_source() -> str:
     lines = [HEADER + '"""Each workload kind\'s rank config: the point\'s folder, id and label (RankConfig), and '
              'every\ndeclared parameter that applies to the kind and reaches its ranks."""', "",
              "from __future__ import annotations", "", "from dataclasses import dataclass", "",
-             "from hpcbench.workloads.config import RankConfig"]
+             "from hpcbench.workloads.rankconfig import RankConfig"]
     for kind in KINDS:
         fields = [(p.name, type_text(p.annotation), p.default) for p in rank_params(kind)]
         lines += _class(config_class(kind), f"What each rank of a point of kind {literal(kind)} runs with.", fields,

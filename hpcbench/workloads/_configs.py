@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpcbench.workloads.config import RankConfig
+from hpcbench.workloads.rankconfig import RankConfig
 
 
 @dataclass(frozen=True)
