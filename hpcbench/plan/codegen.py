@@ -102,7 +102,8 @@ def configs_source() -> str:
         lines += _class(config_class(kind), f"What each rank of a point of kind {literal(kind)} runs with.", fields,
                         base="RankConfig", head=(f"kind = {literal(kind)}", ""))
     table = ", ".join(f"{literal(kind)}: {config_class(kind)}" for kind in KINDS)
-    lines += ["", "", f"CONFIGS: dict[str, type[RankConfig]] = {{{table}}}"]
+    names = ", ".join(literal(name) for name in ("CONFIGS", *(config_class(kind) for kind in KINDS)))
+    lines += ["", "", f"CONFIGS: dict[str, type[RankConfig]] = {{{table}}}", f"__all__ = [{names}]"]
     return "\n".join(lines) + "\n"
 
 

@@ -63,3 +63,4 @@ class AllreduceConfig(RankConfig):
 
 
 CONFIGS: dict[str, type[RankConfig]] = {"train": TrainConfig, "allreduce": AllreduceConfig}
+__all__ = ["CONFIGS", "TrainConfig", "AllreduceConfig"]

@@ -9,7 +9,9 @@ from the declaration into workloads/_configs.py by ``python -m hpcbench.plan.cod
 
 from __future__ import annotations
 
-from hpcbench.workloads._configs import CONFIGS, AllreduceConfig, TrainConfig
+# CONFIGS and one class per kind (TrainConfig, ...), named as codegen names them: a new kind needs no edit here.
+from hpcbench.workloads._configs import *  # noqa: F403
+from hpcbench.workloads._configs import __all__ as _CLASSES
 from hpcbench.workloads.rankconfig import MODULE, RankConfig
 
-__all__ = ["CONFIGS", "MODULE", "AllreduceConfig", "RankConfig", "TrainConfig"]
+__all__ = [*_CLASSES, "MODULE", "RankConfig"]
