@@ -90,7 +90,8 @@ def expand(spec: SweepSpec) -> list[Point]:
             continue
         params = _resolve(spec, {**workload, **values})
         extra: dict[str, Any] = {"env": tuple((name, values[k]) for k, name in env_keys),
-                 "slurm": tuple((k, values[k]) for k in slurm_keys), "job": tuple((k, values[k]) for k in job_keys)}
+                                 "slurm": tuple((k, values[k]) for k in slurm_keys),
+                                 "job": tuple((k, values[k]) for k in job_keys)}
         axes = "".join(shown[values[k]] for k, shown in tokens)
         for repeat in range(repeats):
             params["repeat"] = repeat
