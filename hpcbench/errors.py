@@ -50,7 +50,8 @@ class NoSpace(HpcbenchError):
     Nothing is half-written: records are written to a temporary file and renamed, ledger lines are
     written whole or taken back."""
 
-    def __init__(self, path: str | Path, strerror: str = "No space left on device"):
+    def __init__(self, path: str | Path, strerror: str | None = None):
+        strerror = strerror or "No space left on device"
         super().__init__(f"{path}: cannot write: {strerror}",
                          hint=f"free space on that file system (df {Path(path).parent}), then run the same command "
                               "again: a re-run of the sweep with --run-dir submits only what is missing")

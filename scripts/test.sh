@@ -19,6 +19,9 @@ source scripts/venv.sh
 # Horovod (MPI + Gloo) is built from the sdist once and cached outside the clone; see scripts/horovod.sh.
 source scripts/horovod.sh
 hpcbench_horovod
+# Types first: a field misspelt anywhere in hpcbench/ fails the run before any cluster starts (setup.cfg [mypy]).
+echo "== mypy hpcbench"
+"$VENV/bin/python" -m mypy hpcbench
 # OpenMPI refuses root unless told; CI containers run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 "$VENV/bin/hpcbench" minicluster up

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import overload
 
 Args = argparse.Namespace
 
 
 def echo(line: str) -> None:
     print(line, flush=True)
+
+
+@overload
+def profile_arg(value: str) -> str: ...
+
+
+@overload
+def profile_arg(value: None) -> None: ...
 
 
 def profile_arg(value: str | None) -> str | None:

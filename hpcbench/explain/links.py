@@ -102,8 +102,10 @@ def between_hosts(network: str | None, prov: list[dict[str, Any]], gpus_per_node
             return None, "the log shows an IB/RoCE network, but no provenance gives the port rate"
         p = ports[0]
         if str(p.get("link_layer", "")).lower() == "ethernet":  # RoCE: the Ethernet speed is the rate
-            mbps = int(re.match(r"(\d+)", str(p.get("rate", "0"))).group(1)) * 1000
-            return ethernet(mbps, f"RoCE {p['device']}"), ""
+            m = re.match(r"(\d+)", str(p.get("rate", "0")))
+            if m is None:
+                return None, f"RoCE rate {p.get('rate')!r} is not a number of Gb/s"
+            return ethernet(int(m.group(1)) * 1000, f"RoCE {p['device']}"), ""
         peak = ib(str(p.get("rate", "")), len(ports), max(gpus_per_node, 1))
         return peak, "" if peak else f"IB rate {p.get('rate')!r} is not in the table"
     if network is None and not prov:

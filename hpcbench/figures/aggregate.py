@@ -61,6 +61,9 @@ class Agg:
     notes: list[str] = field(default_factory=list)
     apart: str = ""  # the values that tell it from the other points beyond its name: "steps=10, NCCL_ALGO=Ring"
 
+    if TYPE_CHECKING:  # the point's fields (POINT_FIELDS), properties set below: as untyped as a Sample's
+        def __getattr__(self, name: str) -> Any: ...
+
     @property
     def first(self) -> Sample:
         return self.samples[0]
@@ -117,8 +120,14 @@ class Agg:
 # Point fields (the declared parameters, where it came from) are the same in every repeat: read them from the first.
 POINT_FIELDS = (*NAMES, "source", "label", "point_id", "world_size", "cluster", "comm_method", "layout",
                 "precision", "env", "slurm")
+
+
+def _from_first(name: str) -> property:
+    return property(lambda self: getattr(self.samples[0], name))
+
+
 for _name in POINT_FIELDS:
-    setattr(Agg, _name, property(lambda self, _n=_name: getattr(self.samples[0], _n)))
+    setattr(Agg, _name, _from_first(_name))
 
 
 def mean(values: list[float]) -> float | None:

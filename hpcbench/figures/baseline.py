@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from hpcbench.errors import ConfigError
 from hpcbench.figures.aggregate import Agg
@@ -91,7 +91,7 @@ def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
             a.base_throughput, a.base_world_size = base.throughput, base.world_size
             a.baseline = base.name + (" (smallest measured)" if fallback else "")
             if a.ok and a.throughput:
-                a.speedup = a.throughput / base.throughput
+                a.speedup = a.throughput / cast(float, base.throughput)  # a base is measured
                 a.efficiency = a.speedup / (a.world_size / base.world_size)
             for s in a.samples:
                 if s.throughput:

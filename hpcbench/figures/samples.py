@@ -65,6 +65,9 @@ class _Measured:
     env: tuple[tuple[str, str], ...] = ()  # the point's environment variables that are axes ([matrix.env])
     slurm: tuple[tuple[str, Any], ...] = ()  # the point's measured [slurm] settings that are axes (cpus_per_task, ...)
 
+    if TYPE_CHECKING:  # Sample adds one field per declared parameter (below), each as a source gives it
+        def __getattr__(self, name: str) -> Any: ...
+
     # Per rank (index = rank) and per node, read from the record (explain's rules read the record itself).
     @property
     def rank_step_s(self) -> list[float | None]:

@@ -90,7 +90,7 @@ def check_mpi(profile: ClusterProfile | None) -> Finding:
     if not names:
         return Finding(ERROR if want else WARNING, "srun --mpi", f"srun --mpi=list gave no plugins: {text}",
                        "ask the admins which PMI Slurm was built with")
-    if want and want not in names:
+    if profile and want and want not in names:
         return Finding(ERROR, "srun --mpi", f"profile asks for --mpi={want}; srun offers: {', '.join(names)}",
                        f"set mpi to one of {', '.join(names)} in {profile.source}")
     conf = proc.run(["scontrol", "show", "config"]).output
@@ -102,7 +102,7 @@ def check_mpi(profile: ClusterProfile | None) -> Finding:
 
 def check_partition(profile: ClusterProfile | None) -> Finding | None:
     part = profile.get("partition") if profile else None
-    if not part:
+    if profile is None or not part:
         return None
     ran = proc.run(["sinfo", "--noheader", "--partition", part, "--format=%P %a %D %l"])
     text = ran.output
@@ -126,7 +126,7 @@ def check_modules(profile: ClusterProfile | None) -> list[Finding]:
                         "install Lmod (Debian: apt-get install lmod) or load the site's profile")]
     kind = f"Lmod {m.group(1)}" if m and "Lua" in text else text.splitlines()[0] if text else "module"
     out = [Finding(OK, "modules", f"{kind} (module command in login shells)")]
-    if wanted:
+    if profile and wanted:
         uses = " && ".join(f"module use {shlex.quote(d)}" for d in profile.get("module_use", ()))
         loads = " && ".join(f"module load {shlex.quote(x)}" for x in wanted)
         loaded = _login_shell(" && ".join(x for x in (uses, loads) if x) + " 2>&1")
@@ -148,7 +148,8 @@ def check_python() -> list[Finding]:
     want = ("pandas", "submitit")
     lost = [n for n in need if importlib.util.find_spec(n) is None]
     soft = [n for n in want if importlib.util.find_spec(n) is None]
-    where = Path(importlib.util.find_spec("hpcbench").origin or "").parent
+    spec = importlib.util.find_spec("hpcbench")
+    where = Path(spec.origin or "" if spec else "").parent
     out = [Finding(ERROR if lost else OK, "python",
                    f"{sys.executable} (Python {sys.version.split()[0]}); hpcbench {__version__} from {where}"
                    + (f"; cannot import {', '.join(lost)}" if lost else ""),

@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,7 +154,7 @@ def _ensure_munge(lay: Layout) -> str:
     return "munged started"
 
 
-def _wait_for(what: str, ok, timeout: float = 30) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(what: str, ok: Callable[[], bool], timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ok():

@@ -33,7 +33,7 @@ from hpcbench.parse.prefixes import continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
-    from hpcbench.parse import _scan
+    import hpcbench.parse._scan as _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None  # type: ignore[assignment]
 if _scan is not None and (getattr(_scan, "ABI", None) != 2 or os.environ.get(C_ENV) == "0"):

@@ -47,7 +47,8 @@ class Matrix:
     def factors(self) -> list[tuple[tuple[str, ...], Rows]]:
         """The product's factors in axis order; a [[zip]] stands where its first key would."""
         zipped = {k: i for i, (keys, _) in enumerate(self.zips) for k in keys}
-        out, done = [], set()
+        out: list[tuple[tuple[str, ...], Rows]] = []
+        done = set()
         for name, values in self.axes:
             i = zipped.get(name)
             if i is None:

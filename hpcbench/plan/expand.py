@@ -4,7 +4,8 @@ with a stable id.
 A Point has one field per declared parameter (plan/fields.py), its id and label, and the axes that are
 not parameters: ``env`` (its environment variables), ``slurm`` (its measured [slurm] settings: both in
 its id) and ``job`` (scheduler settings of its job alone, such as a time limit zipped with nodes: never
-in its id). A sweep without such axes gives every point the id it always had.
+in its id). A sweep without such axes gives every point the id it always had. The class is written from
+fields.py into plan/_generated.py (``python -m hpcbench.plan.codegen``); its methods are plan/point.py's.
 """
 
 from __future__ import annotations
@@ -13,80 +14,15 @@ import hashlib
 import itertools
 import json
 import re
-from dataclasses import field, fields, make_dataclass, replace
-from functools import lru_cache
+from dataclasses import replace
 from typing import Any
 
 from hpcbench.errors import ConfigError
-from hpcbench.plan.axes import env_axes_var, is_env
+from hpcbench.plan._generated import Point
+from hpcbench.plan.axes import is_env
 from hpcbench.plan.fields import JOB_SETTINGS, PARAMS, POINT_SETTINGS, STANDING, id_params
 from hpcbench.plan.spec import SweepSpec
-from hpcbench.vocab import DATASET_SHAPES, MODELS, NO_FRAMEWORK, RENAMED
-
-EXTRA = ("env", "slurm", "job")  # (name, value) pairs, sorted by name; plan.json writes them as tables
-
-
-class _PointMethods:
-    id: str
-    label: str
-    nodes: int
-    ranks_per_node: int
-    env: tuple[tuple[str, str], ...]
-    slurm: tuple[tuple[str, Any], ...]
-    job: tuple[tuple[str, Any], ...]
-
-    @property
-    def world_size(self) -> int:
-        return self.nodes * self.ranks_per_node
-
-    @property
-    def dirname(self) -> str:
-        return f"{self.label}-{self.id}"
-
-    def params(self) -> dict[str, Any]:
-        """Every declared parameter's value."""
-        return {p.name: getattr(self, p.name) for p in PARAMS}
-
-    def settings(self, base: Any) -> Any:
-        """The [slurm] settings of this point's job: the sweep's ``base``, with its own axes' values, and its
-        environment variables exported after [slurm.env]."""
-        if not (self.env or self.slurm or self.job):
-            return base
-        return _settings(base, self.env, self.slurm, self.job)
-
-    def to_dict(self) -> dict[str, Any]:
-        # Flat fields only, so a shallow copy does (asdict deep-copies: 10x slower on 10,000 points).
-        d = {name: getattr(self, name) for name in _FLAT}
-        d.update((name, dict(getattr(self, name))) for name in EXTRA if getattr(self, name))
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Any:
-        """A point from plan.json; parameters that a run of an older hpcbench did not write take their default."""
-        kw = {k: v for k, v in d.items() if k in _POINT_NAMES}
-        if kw.get("kind") in RENAMED:  # written under the kind's first name, which was then its model too
-            kw.update(kind=RENAMED[kw["kind"]], model=None)
-        kw.update((name, tuple(dict(kw[name]).items())) for name in EXTRA if name in kw)
-        return cls(**kw)
-
-
-@lru_cache(maxsize=4096)  # a few distinct combinations, asked once per point
-def _settings(base: Any, env: tuple[tuple[str, str], ...], slurm: tuple[tuple[str, Any], ...],
-              job: tuple[tuple[str, Any], ...]) -> Any:
-    exports = (*env, env_axes_var(env)) if env else ()
-    return replace(base, env=(*base.env, *exports), **dict(slurm), **dict(job))
-
-
-Point: Any = make_dataclass(
-    "Point", [("id", str), ("label", str), *((p.name, p.annotation, field(default=p.default)) for p in PARAMS),
-              *((name, tuple, field(default=())) for name in EXTRA)],
-    bases=(_PointMethods,), frozen=True)
-Point.__module__ = __name__
-Point.__doc__ = "One job: a fully resolved set of measurement parameters (one field per declared parameter)."
-_POINT_FIELDS = tuple(f.name for f in fields(Point))
-_POINT_NAMES = frozenset(_POINT_FIELDS)
-_FLAT = tuple(n for n in _POINT_FIELDS if n not in EXTRA)
-
+from hpcbench.vocab import DATASET_SHAPES, MODELS, NO_FRAMEWORK
 
 def point_id(params: dict[str, Any]) -> str:
     """Hash of the parameters that reach the point's ranks: the same TOML always gives the same ids.
@@ -153,8 +89,9 @@ def expand(spec: SweepSpec) -> list[Point]:
         if excludes and _excluded({**fixed, **values}, excludes):
             continue
         params = _resolve(spec, {**workload, **values})
-        extra = {"env": tuple((name, values[k]) for k, name in env_keys),
-                 "slurm": tuple((k, values[k]) for k in slurm_keys), "job": tuple((k, values[k]) for k in job_keys)}
+        extra: dict[str, Any] = {"env": tuple((name, values[k]) for k, name in env_keys),
+                                 "slurm": tuple((k, values[k]) for k in slurm_keys),
+                                 "job": tuple((k, values[k]) for k in job_keys)}
         axes = "".join(shown[values[k]] for k, shown in tokens)
         for repeat in range(repeats):
             params["repeat"] = repeat

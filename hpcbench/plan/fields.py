@@ -5,8 +5,10 @@ something for, whether it is a standing axis of the matrix or may not be an axis
 whether it reaches the ranks' command line, and how the report groups by it. Everything else is
 derived from this table: the [workload] checks, the [matrix], [[zip]] and [[exclude]] checks (axes.py)
 and defaults (spec.py), the Point and its id (expand.py), the ranks' configs and argv
-(workloads/config.py), the record reader and the report's grouping keys (report/). Adding a
-parameter is one entry here plus its use in a workload.
+(workloads/config.py), the record reader and the report's grouping keys (report/). The classes a type
+checker reads (the Point, the settings, the rank configs) are written from it as source by
+``python -m hpcbench.plan.codegen``. Adding a parameter is one entry here, that command, and its use
+in a workload.
 
 The rule that ties them: a parameter is part of a point's id exactly when it reaches that point's
 ranks (or shapes its job: counts, the workload kind, the repeat), so an id never changes for a value
@@ -18,8 +20,8 @@ point's id; the scheduler's own may move in a [[zip]] and never are.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from hpcbench.plan import checks as c
@@ -150,6 +152,12 @@ STANDING = tuple(p.name for p in PARAMS if p.standing)  # the product's first ax
 AXES = tuple(p.name for p in PARAMS if not p.refuse)  # the parameters a [matrix] or [[zip]] may vary
 
 
+@cache  # once per kind: rendering 10,000 job scripts asks 10,000 times
+def rank_params(kind: str) -> tuple[Param, ...]:
+    """The declared parameters a rank of ``kind`` is given (its config's fields), in declaration order."""
+    return tuple(p for p in PARAMS if p.applies(kind) and p.ranks)
+
+
 def names(*roles: str) -> tuple[str, ...]:
     return tuple(p.name for p in PARAMS if p.role in roles)
 
@@ -204,17 +212,10 @@ SOFTWARE = ("the software stack is one per sweep (each record names its versions
             "`hpcbench summarize --compare OLD NEW`")
 
 
-def settings_class(name: str, settings: Iterable[Setting], doc: str) -> type:
-    """A frozen dataclass with one field per setting, in order, defaulted."""
-    cls = make_dataclass(name, [(s.name, s.type, field(default=s.default)) for s in settings], frozen=True)
-    cls.__doc__ = doc
-    cls.__module__ = __name__
-    return cls
-
-
 SWEEP = (
-    Setting("name", None, c.string(c.NAME_RE, "a name of letters, digits, '.', '_' and '-'"),
-            "run directories are runs/<name>-<UTC time>; default: the file's name", str | None),
+    # "" (no name can be empty) stands for the file's name, which parse() puts in: a parsed name is a str.
+    Setting("name", "", c.string(c.NAME_RE, "a name of letters, digits, '.', '_' and '-'"),
+            "run directories are runs/<name>-<UTC time>; default: the file's name", str),
     Setting("description", "", c.text, "what the study is for"),
     Setting("repeats", 1, c.integer(1), "each point runs this many times (separate jobs, separate ids)", int),
 )

@@ -16,25 +16,23 @@ from hpcbench.plan import axes, checks, cluster
 from hpcbench.plan.axes import Matrix
 from hpcbench.plan.checks import fail, typename, unknown_key
 from hpcbench.plan.cluster import ClusterProfile
-from hpcbench.plan.fields import PARAMS, SLURM, SWEEP, Setting, settings_class
+from hpcbench.plan._generated import SlurmSettings, SweepInfo, Workload
+from hpcbench.plan.fields import PARAMS, SLURM, SWEEP, Setting
 from hpcbench.vocab import DATASET_SHAPES, MODELS
 
+# The classes of [sweep], [slurm] and [workload] are written from fields.py (python -m hpcbench.plan.codegen).
 _WORKLOAD = tuple(Setting(p.name, p.default, p.check, p.doc, p.annotation) for p in PARAMS if p.where == "workload")
-SweepInfo = settings_class("SweepInfo", SWEEP, "[sweep]: the study's name, description and repeats.")
-SlurmSettings = settings_class("SlurmSettings", SLURM, "[slurm]: how each job is submitted (never in a point's id).")
-Workload = settings_class("Workload", _WORKLOAD, "[workload]: every rank's measurement parameters; the matrix "
-                          "defaults.")
 SECTIONS = ("cluster", "sweep", "slurm", "workload", "matrix", "zip", "exclude")
-__all__ = ["Matrix", "SweepSpec", "load", "parse"]
+__all__ = ["Matrix", "SlurmSettings", "SweepInfo", "SweepSpec", "Workload", "load", "parse"]
 
 
 @dataclass(frozen=True)
 class SweepSpec:
     path: str
     text: str  # the TOML as read, copied into the run directory
-    sweep: Any  # SweepInfo
-    slurm: Any  # SlurmSettings
-    workload: Any  # Workload
+    sweep: SweepInfo
+    slurm: SlurmSettings
+    workload: Workload
     matrix: Matrix = field(default_factory=lambda: Matrix(()))
     cluster: ClusterProfile | None = None
 
@@ -84,7 +82,7 @@ def parse(text: str, path: str = "<sweep>", cluster: str | None = None, base: Pa
     raw = _toml(text, path)
     p = f"{path}: "
     sweep = section(raw.get("sweep"), "sweep", SWEEP, p)
-    if sweep["name"] is None:
+    if not sweep["name"]:
         stem = Path(path).stem
         sweep["name"] = stem if checks.NAME_RE.fullmatch(stem) else "sweep"
     profile = _profile(raw.get("cluster"), cluster, path, p, base)

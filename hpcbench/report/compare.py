@@ -13,7 +13,7 @@ read without them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hpcbench.figures.aggregate import Agg, shown, varying
 from hpcbench.figures.baseline import scaling_label
@@ -65,7 +65,7 @@ def verdict(o: Agg, n: Agg) -> str:
 
 
 def _row(o: Agg | None, n: Agg | None) -> list[Any]:
-    a = n or o
+    a = cast(Agg, n or o)  # a row has one of the two
     where = "both" if (o and n) else ("only in OLD" if o else "only in NEW")
     states = " / ".join(x.state for x in (o, n) if x is not None)
     if a.kind != "train":

@@ -3,7 +3,7 @@ speedups, failed and unmeasured points, transport problems (the explain findings
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from hpcbench.figures.aggregate import Agg
 from hpcbench.report.fmt import clip, num, pct
@@ -17,7 +17,7 @@ def best_at_each_scale(aggs: list[Agg]) -> list[str]:
     for a in aggs:
         if a.kind == "train" and a.ok and a.throughput and a.world_size and a.measures:
             k = (a.model, a.world_size)
-            if k not in best or a.throughput > best[k].throughput:
+            if k not in best or a.throughput > cast(float, best[k].throughput):  # only measured ones are kept
                 best[k] = a
     out = []
     for (model, world), a in sorted(best.items(), key=lambda kv: (kv[0][0], kv[0][1])):

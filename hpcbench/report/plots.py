@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hpcbench.figures.aggregate import Agg
 from hpcbench.figures.baseline import scaling_label, series_key
@@ -57,17 +57,19 @@ def _best_per_size(points: list[Agg]) -> list[Agg]:
     """One measured point per total size: the best layout (the placement table shows the others)."""
     best: dict[int, Agg] = {}
     for a in points:
-        if a.ok and a.throughput and (a.world_size not in best or a.throughput > best[a.world_size].throughput):
+        if a.ok and a.throughput and (a.world_size not in best or
+                                      a.throughput > cast(float, best[a.world_size].throughput)):
             best[a.world_size] = a
     return [best[k] for k in sorted(best)]
 
 
 def _yerr(pts: list[Agg]) -> tuple[list[list[float]], list[tuple[int, float]]]:
     """Asymmetric error bars from each point's interval (0 where it has none), and where the top is unbounded."""
-    low = [a.throughput - a.throughput_lo if a.throughput_lo is not None else 0.0 for a in pts]
-    finite = [a.throughput_hi - a.throughput if a.throughput_hi is not None and math.isfinite(a.throughput_hi)
-              else 0.0 for a in pts]
-    unbounded = [(a.world_size, a.throughput) for a in pts if a.throughput_hi is not None and
+    thr = [cast(float, a.throughput) for a in pts]  # measured points only (_best_per_size)
+    low = [t - a.throughput_lo if a.throughput_lo is not None else 0.0 for a, t in zip(pts, thr)]
+    finite = [a.throughput_hi - t if a.throughput_hi is not None and math.isfinite(a.throughput_hi)
+              else 0.0 for a, t in zip(pts, thr)]
+    unbounded = [(a.world_size, t) for a, t in zip(pts, thr) if a.throughput_hi is not None and
                  math.isinf(a.throughput_hi)]
     return [low, finite], unbounded
 
@@ -126,7 +128,7 @@ def speedup_efficiency(aggs: list[Agg], baseline: str) -> Any:
         xs = [a.world_size for a in pts]
         top = max(top, *xs)
         ax1.plot(xs, [a.speedup for a in pts], marker="o", label=name)
-        ax2.plot(xs, [a.efficiency * 100 for a in pts], marker="o", label=name)
+        ax2.plot(xs, [cast(float, a.efficiency) * 100 for a in pts], marker="o", label=name)  # set with speedup
     u = unit(train(aggs))
     ax1.plot([1, top], [1, top], linestyle="--", color="grey", label=f"ideal (speedup = {u.split()[0]})")
     ax2.axhline(100, linestyle="--", color="grey", label="ideal (100%)")

@@ -221,14 +221,17 @@ def plot(trends: list[Trend], out: Path) -> Path:
     ax = fig.add_subplot()
     for t in shown:
         pts = [(datetime.fromisoformat(r.date), r.throughput) for r in t.runs if r.throughput is not None]
-        line, = ax.plot([d for d, _ in pts], [v for _, v in pts], marker="o", markersize=3,
+        # matplotlib plots datetimes (its date converter); its type stubs name only numbers
+        line, = ax.plot([d for d, _ in pts], [v for _, v in pts], marker="o", markersize=3,  # type: ignore[arg-type]
                         label=f"{t.cluster or '?'} {t.name}")
         if t.interval is not None:
             d = datetime.fromisoformat(t.latest.date)
-            ax.errorbar([d], [sum(t.interval) / 2], yerr=[[(t.interval[1] - t.interval[0]) / 2]], color=line.get_color(),
+            ax.errorbar([d], [sum(t.interval) / 2],  # type: ignore[arg-type]
+                        yerr=[[(t.interval[1] - t.interval[0]) / 2]], color=line.get_color(),
                         capsize=4, alpha=0.6)
         if t.flagged:
-            ax.plot([datetime.fromisoformat(t.latest.date)], [t.latest.throughput], "x", color="red", markersize=12,
+            ax.plot([datetime.fromisoformat(t.latest.date)], [t.latest.throughput], "x",  # type: ignore[arg-type]
+                    color="red", markersize=12,
                     markeredgewidth=2)
     more = f" ({len(shown)} of {len(trends)} points, flagged first)" if len(trends) > len(shown) else ""
     # y= fixes the title's place: matplotlib otherwise measures every tick label to place it (0.17 s here)

@@ -108,8 +108,7 @@ def check_affinity(cpus: set[int], local_rank: int, environ: Mapping[str, str], 
         item = lst[local_rank % len(lst)]
         expected = ({i for i in range(int(item, 16).bit_length()) if int(item, 16) >> i & 1}
                     if kind == "mask_cpu" else {int(item, 0)})
-    elif _UNITS.get(kind):
-        unit = _UNITS[kind]
+    elif unit := _UNITS.get(kind):
         if unit == "thread":
             ok = len(cpus) == 1 if source == "openmpi" else bool(cpus)
             out["matches"] = ok

@@ -69,7 +69,8 @@ def batches(data: str, data_dir: str | None, info: ModelInfo, batch_size: int, r
     from torch.utils.data import DataLoader, DistributedSampler
 
     ds = dataset(data, data_dir)
-    sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=seed, drop_last=True)
+    sampler: DistributedSampler[Any] = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=seed,
+                                                          drop_last=True)
     if len(sampler) < batch_size:
         raise ValueError(f"{data} in {data_dir}: {len(ds)} samples give {len(sampler)} per rank, "
                          f"fewer than one batch of {batch_size}")

@@ -49,7 +49,7 @@ def _MnistCNN() -> Any:
             self.fc1 = nn.Linear(320, 50)
             self.fc2 = nn.Linear(50, 10)
 
-        def forward(self, x):  # type: ignore[no-untyped-def]
+        def forward(self, x):
             x = F.relu(F.max_pool2d(self.conv1(x), 2))
             x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
             x = x.view(-1, 320)
@@ -71,7 +71,7 @@ def _LstmLM() -> Any:
             self.lstm = nn.LSTM(LSTM_EMBED, LSTM_HIDDEN, num_layers=2, batch_first=True)
             self.head = nn.Linear(LSTM_HIDDEN, LSTM_VOCAB)
 
-        def forward(self, tokens):  # type: ignore[no-untyped-def]
+        def forward(self, tokens):
             out, _ = self.lstm(self.embed(tokens))
             return self.head(out)  # (batch, seq, vocab): a prediction at every position
 
