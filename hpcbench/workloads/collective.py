@@ -269,7 +269,8 @@ def run(cfg: CollectiveConfig, env: DistEnv) -> ResultRecord | None:
         m = measure(comm, cfg, device, sync)
         doc = prov.finish()
         me = rank_info(env)
-        bus = torch.cuda.get_device_properties(index).pci_bus_id if cuda else 0
+        # the device properties have pci_bus_id; torch's type stubs do not say so
+        bus = torch.cuda.get_device_properties(index).pci_bus_id if cuda else 0  # type: ignore[attr-defined]
         dev = {"rank": env.rank, "local_rank": env.local_rank, "pid": me.pid, "bus": bus,
                "host": me.slurm_node or me.hostname, "device": torch.cuda.get_device_name() if cuda else "cpu"}
         keep = ("rank", "hostname", "slurm_node", "affinity", "gpu_binding")
