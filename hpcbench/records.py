@@ -25,7 +25,10 @@ PROVENANCE = "hpcbench.provenance"
 # result/3: a communication record's rows name their collective (all_gather, ...), whose size and busbw follow
 # nccl-tests' definitions for it, and `unsupported` says why a point measured nothing. A reader of /2 would take
 # all_gather rows for allreduce rows, so /3 is refused there; /1 and /2 read here as all_reduce.
-KNOWN: dict[str, tuple[int, ...]] = {RESULT: (1, 2, 3), ERROR: (1,), PLAN: (1,), LEDGER: (1,), PROVENANCE: (1,)}
+# result/4 and plan/2: the communication benchmark's kind is "collective" (it was "allreduce") and its `model` is
+# None (it was the kind). A reader of /3 or plan/1 would take such a point for an unknown kind or model, so it
+# refuses them; older versions read here with the kind renamed (vocab.RENAMED).
+KNOWN: dict[str, tuple[int, ...]] = {RESULT: (1, 2, 3, 4), ERROR: (1,), PLAN: (1, 2), LEDGER: (1,), PROVENANCE: (1,)}
 CURRENT: dict[str, int] = {name: max(v) for name, v in KNOWN.items()}
 
 

@@ -4,7 +4,7 @@
       sweep.toml          the sweep file as it was read
       sweep_path.txt      where that file was (relative paths in it are relative to its folder)
       cluster.txt         the path of the cluster profile file the sweep used, if any
-      plan.json           the expanded points (hpcbench.plan/1)
+      plan.json           the expanded points (hpcbench.plan/2; /1 is read too)
       ledger.jsonl        one line per event (hpcbench.ledger/1): submitting (the intent, written before
                           sbatch), submitted, submit_failed, submit_lost, finished (a point run before
                           submit returned), ended (the scheduler's word on a job it says is over, kept by
@@ -20,7 +20,7 @@
         exitcode          the launcher's exit status, written by the job script / local backend
         attempts/<jobid>/ what an earlier attempt left (result, exitcode, error records), moved
                           aside when the point is resubmitted
-        result.json       hpcbench.result/3 (readers take /1 and /2 too), from rank 0
+        result.json       hpcbench.result/4 (readers take /1 to /3 too), from rank 0
         error-rank<N>.json  hpcbench.error/1, from each failing rank
         timeline.json     Horovod timeline (workload.timeline = true)
         checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)

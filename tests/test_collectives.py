@@ -245,7 +245,7 @@ def test_every_collective_runs_and_each_rank_holds_the_exact_result(run):
         rec = ResultRecord.from_dict(json.loads(paths.result.read_text()))
         c, n = p.collective, p.world_size
         seen.add((p.framework, p.backend, c))
-        assert rec.schema == "hpcbench.result/3" and rec.params["collective"] == c and rec.world_size == n
+        assert rec.schema == "hpcbench.result/4" and rec.params["collective"] == c and rec.world_size == n
         log = "".join(f.read_text() for f in paths.logs() if f.suffix == ".out")
         if p.framework == "horovod" and c in NO_HOROVOD:
             continue  # the next test

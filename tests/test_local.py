@@ -28,7 +28,7 @@ def test_local_sweep_runs_and_summarizes(cli, tmp_path):
     rd = RunDir.open(run)
     [two] = [p for p in rd.points() if p.world_size == 2]
     rec = json.loads(rd.point(two).result.read_text())
-    assert rec["schema"] == "hpcbench.result/3"
+    assert rec["schema"] == "hpcbench.result/4"
     assert rec["world_size"] == 2 and rec["backend"] == "gloo" and len(rec["step_times_s"]) == 30
     assert [r["rank"] for r in rec["ranks"]] == [0, 1] and len({r["pid"] for r in rec["ranks"]}) == 2
     # Same rank command line as the job script, run with the environment srun would give.
