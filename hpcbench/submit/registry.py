@@ -1,12 +1,13 @@
-"""The backends: found through the ``hpcbench.backends`` entry-point group, so any installed package can add one.
-
-hpcbench declares its own the same way (setup.cfg, [options.entry_points]); a site's package declares
+"""The backends: hpcbench's own (BUILTIN), and those of any installed package, found through the
+``hpcbench.backends`` entry-point group. A site's package declares
 
     [options.entry_points]
     hpcbench.backends =
         mine = my_package.module:MyBackend
 
-and ``--backend mine`` runs it. An entry point names a Backend class, or a function that returns a Backend
+and ``--backend mine`` runs it. hpcbench's own are declared here rather than in its metadata, so that they are there
+however hpcbench is found (an install whose metadata predates a backend, a checkout on PYTHONPATH); an installed
+package cannot take their names. An entry point names a Backend class, or a function that returns a Backend
 (``auto``). The name it is registered under is the backend's name: the ledger records it, and status and
 cancel find each recorded job's backend by it. This is the one module that knows backends by name.
 """
@@ -24,9 +25,17 @@ GROUP = "hpcbench.backends"
 AUTO = "auto"
 
 
+BUILTIN = {
+    AUTO: "hpcbench.submit.registry:auto",
+    "sbatch": "hpcbench.submit.backends.sbatch:SbatchBackend",
+    "submitit": "hpcbench.submit.backends.submitit:SubmititBackend",
+    "local": "hpcbench.submit.backends.local:LocalBackend",
+}
+
+
 @cache
 def _entry_points() -> dict[str, EntryPoint]:
-    found: dict[str, EntryPoint] = {}
+    found = {name: EntryPoint(name, value, GROUP) for name, value in BUILTIN.items()}
     for ep in entry_points(group=GROUP):
         found.setdefault(ep.name, ep)  # the first on sys.path wins, as for any import
     return found
@@ -42,8 +51,7 @@ def create(name: str, hold: bool = False) -> Backend:
     ep = _entry_points().get(name)
     if ep is None:
         raise ConfigError(f"--backend: unknown backend {name!r} (choose from: {', '.join(names()) or 'none'})",
-                          hint="a site's backend is installed as a package (pip install ...); "
-                               "hpcbench's own are registered when hpcbench is installed: pip install -e .")
+                          hint="a site's backend is installed as a package (pip install ...), which registers it")
     try:
         factory: Callable[[], Backend] = ep.load()
     except (ImportError, AttributeError) as e:
