@@ -127,6 +127,7 @@ def place(env: dict[str, str]) -> tuple[int, int, int, int, int]:
 
 
 def check_submitit(spec, point, plan: LaunchPlan, job: dict, seen: set[str]) -> None:
+    assert plan.srun_steps == (plan.settings.launcher == "srun")
     if plan.settings.launcher != "srun":
         with pytest.raises(ConfigError, match="cannot be used with --backend submitit"):
             SubmititBackend().check(spec)

@@ -8,10 +8,11 @@ the rank command. A change here reaches all three; what a backend does different
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from hpcbench.errors import ConfigError
 from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SlurmSettings, SweepSpec
@@ -42,8 +43,10 @@ class LauncherWords:
     """A launcher's own words for one point, each kind in a field of its own: nobody slices them by position."""
 
     argv: tuple[str, ...]  # the whole launcher prefix, as the job script writes it before the rank command
-    srun_tasks: tuple[str, ...] = ()  # srun's task counts, where srun starts the tasks
-    srun_options: tuple[str, ...] = ()  # srun's options after the task counts: --mpi, --cpu-bind, GPU binding, extras
+    # Where srun starts each rank as a task of its own (not torchrun's one task per node): srun's task counts, and
+    # its options after them (--mpi, --cpu-bind, GPU binding, extras), which job steps and submitit's srun reuse.
+    srun_tasks: tuple[str, ...] = ()
+    srun_options: tuple[str, ...] = ()
     prelude: tuple[str, ...] = ()  # shell lines the launcher line needs first (hpcbench's own text)
 
 
@@ -70,6 +73,11 @@ class LaunchPlan:
     @property
     def time_limit_s(self) -> float:
         return time_seconds(self.settings.time)
+
+    @property
+    def srun_steps(self) -> bool:
+        """Whether srun starts each rank as a task of its own: what job steps (pack) and submitit's srun need."""
+        return bool(self.words.srun_tasks)
 
     @property
     def rank_argv(self) -> tuple[str, ...]:
@@ -181,7 +189,7 @@ def _torchrun(point: Point, slurm: SlurmSettings, python: str) -> LauncherWords:
     # The first node's address as the ranks themselves find it (DNS, else Slurm's NodeAddr).
     find = "from hpcbench.workloads.distenv import from_environ; print(from_environ().master_addr)"
     prelude = (f"MASTER_ADDR=$({shlex.quote(python)} -c {shlex.quote(find)})", f"MASTER_PORT={JOB_PORT_SHELL}")
-    return LauncherWords(argv, tasks, options, prelude=prelude)
+    return LauncherWords(argv, prelude=prelude)
 
 
 # One entry per launcher (vocab.LAUNCHERS): what it says to start the point's ranks inside the allocation.
@@ -197,3 +205,12 @@ def plan_launch(spec: SweepSpec, point: Point, workdir: str, python: str) -> Lau
         env=job_env(slurm), words=LAUNCHERS[slurm.launcher](point, slurm, python), workdir=workdir, python=python,
         module=MODULE[point.kind], rank_args=tuple(rank_args(point, workdir)), needs_mpi=horovod_mpi(point))
 
+
+def need_srun_steps(spec: SweepSpec, plans: Iterable[LaunchPlan], what: str, hint: str) -> None:
+    """Refuses, before anything runs, plans whose ranks srun does not start as tasks of their own: ``what`` (pack's
+    job steps, submitit's srun line) starts them so."""
+    for plan in plans:
+        if not plan.srun_steps:
+            where = spec.matrix.where("launcher") or "slurm.launcher"
+            raise ConfigError(f"{spec.path}: {where}: {plan.settings.launcher!r} cannot be used with {what}, which "
+                              "starts each rank as an srun task of its own", hint=hint)

@@ -18,7 +18,7 @@ from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
 from hpcbench.submit.backends.base import Backend
-from hpcbench.submit.launch import EnvVar, LaunchPlan, job_env, plan_launch
+from hpcbench.submit.launch import EnvVar, LaunchPlan, job_env, need_srun_steps, plan_launch
 from hpcbench.submit.render import gpu_request, sanitise_job_name, setup_lines, template
 
 
@@ -41,10 +41,8 @@ def _step_argv(rd: RunDir, p: Point, plan: LaunchPlan, exported: tuple[EnvVar, .
 
 
 def render_pack(spec: SweepSpec, rd: RunDir, n: int, points: list[Point], python: str) -> str:
-    if spec.slurm.launcher != "srun":
-        raise ConfigError(f"{spec.path}: slurm.pack = true needs slurm.launcher = \"srun\" (job steps)",
-                          hint="set pack = false to use mpirun")
     plans = [plan_launch(spec, p, str(rd.point(p).dir), python) for p in points]
+    need_srun_steps(spec, plans, "slurm.pack = true (job steps)", hint="set pack = false to use mpirun")
     own = sorted({k for p in points for k, _ in (*p.slurm, *p.job)})
     if own:  # one allocation has one time limit, one cpus-per-task, ...
         raise ConfigError(f"{spec.path}: slurm.pack = true runs every point in one allocation, but the sweep's "

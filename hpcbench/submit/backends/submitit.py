@@ -1,15 +1,16 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
-from hpcbench.errors import ConfigError, SchedulerError
+from hpcbench.errors import SchedulerError
 from hpcbench.jobs import Job
-from hpcbench.plan.expand import Point
+from hpcbench.plan.expand import Point, expand
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
 from hpcbench.submit.backends.base import SlurmQueue
-from hpcbench.submit.launch import LaunchPlan, plan_launch
+from hpcbench.submit.launch import LaunchPlan, need_srun_steps, plan_launch
 from hpcbench.submit.render import job_name, setup_lines
 
 
@@ -37,11 +38,12 @@ class SubmititBackend(SlurmQueue):
 
     def check(self, spec: SweepSpec) -> None:
         super().check(spec)
-        where = spec.matrix.where("launcher") or "slurm.launcher"
-        for launcher in dict(spec.matrix.axes).get("launcher", (spec.slurm.launcher,)):
-            if launcher != "srun":
-                raise ConfigError(f"{spec.path}: {where}: {launcher!r} cannot be used with --backend submitit",
-                                  hint="submitit always starts ranks with srun; use --backend sbatch for mpirun")
+        firsts: dict[tuple[tuple[str, object], ...], Point] = {}  # a point per value of the [slurm] axes (launcher)
+        for point in expand(spec):
+            firsts.setdefault(point.slurm, point)
+        plans = (plan_launch(spec, p, ".", sys.executable) for p in firsts.values())
+        need_srun_steps(spec, plans, "--backend submitit",
+                        hint="submitit always starts ranks with srun; use --backend sbatch for mpirun")
 
     def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
         try:
