@@ -327,11 +327,11 @@ def test_the_local_backend_gives_each_point_its_env_and_cpus():
 
 def test_submitit_gets_each_points_settings_and_env(tmp_path):
     """submitit's executor is given the point's own cpus, time and exports (built without submitit or a cluster)."""
-    from hpcbench.submit.backends.submitit import SubmititBackend, submitit_job
+    from hpcbench.submit.backends.submitit import SubmititBackend, executor_parameters
 
     spec = parse(HOSTILE, PATH)
     for p in expand(spec):
-        kw = submitit_job(spec, p, plan_launch(spec, p, str(tmp_path / p.dirname), "/py"), None).params
+        kw = executor_parameters(spec, p, plan_launch(spec, p, str(tmp_path / p.dirname), "/py"), None)
         assert (kw["cpus_per_task"], kw["time"]) == (dict(p.slurm)["cpus_per_task"], {1: 5, 2: 60}[p.nodes])
         exports = "\n".join(kw["setup"])
         assert exports.index("export SAFE=first") < exports.index("export NCCL_ALGO=")

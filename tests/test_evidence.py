@@ -183,7 +183,7 @@ def test_the_gpu_layouts_launcher_options_are_taken_by_srun_and_mpirun(tmp_path,
     body = '[workload]\ndevice = "cuda"\nbackend = "nccl"\n[matrix]\nnodes = [{n}]\ngpus_per_node = [2]\n'
     srun_spec = parse('[slurm]\ngpu_bind = "block"\n' + body.format(n=2), "g.toml")
     [point] = expand(srun_spec)
-    srun = list(plan_launch(srun_spec, point, str(tmp_path), "python3").launcher_argv)
+    srun = list(plan_launch(srun_spec, point, str(tmp_path), "python3").words.argv)
     assert "--distribution=block:block" in srun
     ran = subprocess.run([srun[0], "--partition=debug", "--nodes=2", "--time=1", *srun[1:], "bash", "-c",
                           'echo "$SLURM_PROCID $SLURMD_NODENAME $SLURM_DISTRIBUTION"'],
@@ -193,7 +193,7 @@ def test_the_gpu_layouts_launcher_options_are_taken_by_srun_and_mpirun(tmp_path,
                                                    "2 node2 block:block", "3 node2 block:block"]
     mpi_spec = parse('[slurm]\nlauncher = "mpirun"\n' + body.format(n=1), "g.toml")
     [point] = expand(mpi_spec)
-    mpirun = list(plan_launch(mpi_spec, point, str(tmp_path), "python3").launcher_argv)
+    mpirun = list(plan_launch(mpi_spec, point, str(tmp_path), "python3").words.argv)
     assert mpirun[3:9] == ["--map-by", "socket", "--rank-by", "core", "--bind-to", "socket"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}  # this machine, no allocation
     ran = subprocess.run([*mpirun, "bash", "-c", 'echo "$OMPI_COMM_WORLD_RANK $OMPI_COMM_WORLD_LOCAL_RANK"'],

@@ -20,8 +20,8 @@ from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
 from hpcbench.rundir import PointPaths
 from hpcbench.submit.backends.local import Here, local_starts
-from hpcbench.submit.backends.submitit import SubmititBackend, submitit_job
-from hpcbench.submit.launch import LaunchPlan, Shell, plan_launch
+from hpcbench.submit.backends.submitit import SubmititBackend, executor_parameters
+from hpcbench.submit.launch import LaunchPlan, Shell, gpu_srun_args, mpi_map_args, plan_launch
 from hpcbench.submit.render import render_job
 from hpcbench.workloads.distenv import from_environ
 
@@ -127,13 +127,13 @@ def place(env: dict[str, str]) -> tuple[int, int, int, int, int]:
 
 
 def check_submitit(spec, point, plan: LaunchPlan, job: dict, seen: set[str]) -> None:
-    if plan.launcher != "srun":
+    assert plan.srun_steps == (plan.settings.launcher == "srun")
+    if plan.settings.launcher != "srun":
         with pytest.raises(ConfigError, match="cannot be used with --backend submitit"):
             SubmititBackend().check(spec)
         seen.add("submitit: srun only")
         return
-    sub = submitit_job(spec, point, plan, "hpcbench:r:p")
-    p = sub.params
+    p = executor_parameters(spec, point, plan, "hpcbench:r:p")
     assert (p["nodes"], p["ntasks_per_node"], p["cpus_per_task"]) == job["layout"]
     assert p["setup"] == job["setup"]  # modules and exports, line for line
     # submitit's srun: no task counts (sbatch's), then exactly the job script's srun options, in order.
@@ -141,7 +141,8 @@ def check_submitit(spec, point, plan: LaunchPlan, job: dict, seen: set[str]) -> 
     assert srun[0] == "srun" and srun[1:3] == [f"--ntasks={job['layout'][0] * job['layout'][1]}",
                                                f"--ntasks-per-node={job['layout'][1]}"]
     assert p["srun_args"] == srun[3:]
-    assert [sub.python, "-u", "-m", sub.module, *sub.argv] == job["rank_argv"]
+    # submit() hands submitit plan.python, and run_rank plan.module and plan.rank_args: the job's rank command.
+    assert [plan.python, "-u", "-m", plan.module, *plan.rank_args] == job["rank_argv"]
     seen.add("submitit: its own process runs the module")
 
 
@@ -183,14 +184,18 @@ def check_local(plan: LaunchPlan, job: dict, seen: set[str], tmp_path) -> None:
             seen.add("local: srun's place variables" if "SLURM_PROCID" in env else "local: one mpirun for MPI ranks")
 
 
-def check_binding(plan: LaunchPlan, words: list[str]) -> None:
-    """The plan's binding fields are what the launcher line says."""
-    w = plan.words
-    if w.srun_tasks:
+def check_binding(point, plan: LaunchPlan, words: list[str]) -> None:
+    """The launcher line binds as the point's settings say: srun's task counts, then its options (which job steps
+    and submitit reuse) with the cpu and GPU binding; mpirun's mapping; torchrun's srun task left unbound."""
+    s, w = plan.settings, plan.words
+    if s.launcher == "srun":
         assert words[1:3] == list(w.srun_tasks) and words[3:3 + len(w.srun_options)] == list(w.srun_options)
-        assert f"--cpu-bind={w.cpu_bind}" in w.srun_options and set(w.gpu_binding) <= set(w.srun_options)
-    mapping = " ".join(w.mpi_mapping)
-    assert mapping in " ".join(words) and (not mapping or f"--bind-to {w.cpu_bind.rstrip('s')}" in mapping)
+        assert f"--cpu-bind={s.cpu_bind}" in w.srun_options and set(gpu_srun_args(point, s)) <= set(w.srun_options)
+    elif s.launcher == "torchrun":
+        assert words[:4] == ["srun", f"--ntasks={plan.nodes}", "--ntasks-per-node=1", "--cpu-bind=none"]
+    else:  # mpirun, or horovodrun's
+        mapping = " ".join(mpi_map_args(point, s))
+        assert mapping in " ".join(words) and (not mapping or f"--bind-to {s.cpu_bind.rstrip('s')}" in mapping)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -207,14 +212,15 @@ def check_point(spec, point, named: set[str], tmp_path) -> None:
     plan = plan_launch(spec, point, str(paths.dir), PY)
     job = job_script(render_job(spec, point, paths, PY, "hpcbench:r:p"), plan)
     # The job script renders the plan: layout, environment in order, prelude, launcher words, rank command.
-    assert job["layout"] == (plan.nodes, plan.ranks_per_node, plan.cpus_per_task)
+    assert job["layout"] == (plan.nodes, plan.ranks_per_node, plan.settings.cpus_per_task)
     assert list(job["env"].items()) == list(plan.job_environ().items())
-    want = {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": str(plan.cpus_per_task), **dict(spec.slurm.env), **dict(point.env)}
+    want = {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": str(plan.settings.cpus_per_task), **dict(spec.slurm.env),
+            **dict(point.env)}
     assert want.items() <= plan.job_environ().items()
     assert job["prelude"] == list(plan.words.prelude)
-    assert job["launcher"] == [shlex.split(w)[0] if isinstance(w, Shell) else w for w in plan.launcher_argv]
+    assert job["launcher"] == [shlex.split(w)[0] if isinstance(w, Shell) else w for w in plan.words.argv]
     assert job["rank_argv"] == list(plan.rank_argv)
-    check_binding(plan, job["launcher"])
+    check_binding(point, plan, job["launcher"])
     seen: set[str] = set()
     check_submitit(spec, point, plan, job, seen)
     check_local(plan, job, seen, tmp_path)
@@ -233,9 +239,10 @@ def test_srun_gives_each_task_the_plans_rank_environment(tmp_path, slurm_cluster
     plan = plan_launch(spec, point, str(tmp_path), sys.executable)
     dump = (f"import json, os; open(os.path.join({str(tmp_path)!r}, 'env-' + os.environ['SLURM_PROCID']), 'w')"
             ".write(json.dumps(dict(os.environ)))")
-    srun = shlex.join([*plan.launcher_argv, sys.executable, "-c", dump])
+    srun = shlex.join([*plan.words.argv, sys.executable, "-c", dump])
     proc = subprocess.run(["sbatch", "--wait", "--parsable", "--partition=debug", f"--nodes={plan.nodes}",
-                           f"--ntasks-per-node={plan.ranks_per_node}", f"--cpus-per-task={plan.cpus_per_task}",
+                           f"--ntasks-per-node={plan.ranks_per_node}",
+                           f"--cpus-per-task={plan.settings.cpus_per_task}",
                            "--time=2", f"--output={tmp_path}/out", f"--wrap={srun}"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr + (tmp_path / "out").read_text()

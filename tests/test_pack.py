@@ -42,7 +42,7 @@ def test_pack_script_sizes_the_allocation_for_its_largest_point(tmp_path):
         assert f"echo \"$?\" > {paths.exitcode}" in text
     subprocess.run(["bash", "-n"], input=text, text=True, check=True)
     mpirun = replace(spec, slurm=replace(spec.slurm, launcher="mpirun"))
-    with pytest.raises(ConfigError, match="pack = true needs slurm.launcher"):
+    with pytest.raises(ConfigError, match="slurm.launcher: 'mpirun' cannot be used with slurm.pack = true"):
         render_pack(mpirun, rd, 2, points, "/usr/bin/python3")
 
 

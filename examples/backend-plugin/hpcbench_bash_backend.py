@@ -17,11 +17,11 @@ import subprocess
 
 from hpcbench.files import atomic_write_text
 from hpcbench.jobs import Job
-from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
 from hpcbench.submit.backends.base import Backend
+from hpcbench.submit.launch import plan_launch
 
 TIMED_OUT = 124  # what timeout(1) returns, and what the job's exit status file then says
 
@@ -35,7 +35,7 @@ class BashBackend(Backend):
     def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
         job = self.job(f"bash{os.getpid()}-{next(self._ids)}", paths)
         env = {**os.environ, "HPCBENCH_JOB_ID": job.id}  # the ranks' records name their job by it
-        limit = time_seconds(point.settings(spec.slurm).time)
+        limit = plan_launch(spec, point, str(paths.dir), python).time_limit_s  # the job script's own --time
         with open(paths.stdout(job.id), "ab") as out, open(paths.stderr(job.id), "ab") as err:
             # A session of its own, so that the time limit ends the launcher and its ranks with the script.
             script = subprocess.Popen(["bash", str(paths.job_script)], stdout=out, stderr=err, env=env,

@@ -8,10 +8,12 @@ the rank command. A change here reaches all three; what a backend does different
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from hpcbench.errors import ConfigError
+from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SlurmSettings, SweepSpec
 from hpcbench.vocab import HOROVOD_MAP
@@ -41,11 +43,10 @@ class LauncherWords:
     """A launcher's own words for one point, each kind in a field of its own: nobody slices them by position."""
 
     argv: tuple[str, ...]  # the whole launcher prefix, as the job script writes it before the rank command
-    cpu_bind: str  # the unit each task is bound to, as [slurm] cpu_bind names it (srun --cpu-bind, mpirun --bind-to)
-    srun_tasks: tuple[str, ...] = ()  # srun's task counts, where srun starts the tasks
-    srun_options: tuple[str, ...] = ()  # srun's options after the task counts: --mpi, --cpu-bind, GPU binding, extras
-    gpu_binding: tuple[str, ...] = ()  # srun's GPU binding flags (in srun_options too)
-    mpi_mapping: tuple[str, ...] = ()  # mpirun's --map-by/--rank-by/--bind-to (in argv too)
+    # Where srun starts each rank as a task of its own (not torchrun's one task per node): srun's task counts, and
+    # its options after them (--mpi, --cpu-bind, GPU binding, extras), which job steps and submitit's srun reuse.
+    srun_tasks: tuple[str, ...] = ()
+    srun_options: tuple[str, ...] = ()
     prelude: tuple[str, ...] = ()  # shell lines the launcher line needs first (hpcbench's own text)
 
 
@@ -53,10 +54,10 @@ class LauncherWords:
 class LaunchPlan:
     """How one point's ranks start, whichever backend starts them."""
 
-    launcher: str  # srun, mpirun, horovodrun or torchrun
+    settings: SlurmSettings  # the point's own [slurm]: the sweep's, with its axes' values (Point.settings)
     nodes: int
     ranks_per_node: int
-    cpus_per_task: int
+    gpus_per_node: int
     env: tuple[EnvVar, ...]  # the job's environment, in export order: NCCL_DEBUG, OMP_NUM_THREADS, [slurm.env], axes
     words: LauncherWords
     workdir: str
@@ -70,12 +71,13 @@ class LaunchPlan:
         return self.nodes * self.ranks_per_node
 
     @property
-    def launcher_argv(self) -> tuple[str, ...]:
-        return self.words.argv
+    def time_limit_s(self) -> float:
+        return time_seconds(self.settings.time)
 
     @property
-    def srun_options(self) -> tuple[str, ...]:
-        return self.words.srun_options
+    def srun_steps(self) -> bool:
+        """Whether srun starts each rank as a task of its own: what job steps (pack) and submitit's srun need."""
+        return bool(self.words.srun_tasks)
 
     @property
     def rank_argv(self) -> tuple[str, ...]:
@@ -90,7 +92,7 @@ class LaunchPlan:
         nodes = str(self.nodes)
         return {**self.job_environ(), "SLURM_NTASKS": str(self.world_size), "SLURM_NNODES": nodes,
                 "SLURM_JOB_NUM_NODES": nodes, "SLURM_NTASKS_PER_NODE": str(self.ranks_per_node),
-                "SLURM_CPUS_PER_TASK": str(self.cpus_per_task)}
+                "SLURM_CPUS_PER_TASK": str(self.settings.cpus_per_task)}
 
     def rank_env(self, rank: int) -> dict[str, str]:
         """Rank ``rank``'s environment where one task per rank is started as srun starts it (block layout over the
@@ -157,16 +159,15 @@ def _srun(point: Point, slurm: SlurmSettings, python: str) -> LauncherWords:
     mpi = slurm.mpi
     if mpi is None and horovod_mpi(point):
         mpi = "pmix"  # Horovod's MPI controller: srun must wire up MPI (PMIx) for the ranks
-    gpu = gpu_srun_args(point, slurm)
     tasks, options = _srun_words(point.world_size, point.ranks_per_node, slurm.cpu_bind, mpi,
-                                 (*gpu, *slurm.launcher_args))
-    return LauncherWords(("srun", *tasks, *options), slurm.cpu_bind, tasks, options, gpu)
+                                 (*gpu_srun_args(point, slurm), *slurm.launcher_args))
+    return LauncherWords(("srun", *tasks, *options), tasks, options)
 
 
 def _mpirun(point: Point, slurm: SlurmSettings, python: str) -> LauncherWords:
-    mapping = mpi_map_args(point, slurm)
-    argv = ("mpirun", "-np", str(point.world_size), *mapping, "-x", "NCCL_DEBUG", *slurm.launcher_args)
-    return LauncherWords(argv, slurm.cpu_bind, mpi_mapping=mapping)
+    argv = ("mpirun", "-np", str(point.world_size), *mpi_map_args(point, slurm), "-x", "NCCL_DEBUG",
+            *slurm.launcher_args)
+    return LauncherWords(argv)
 
 
 def _horovodrun(point: Point, slurm: SlurmSettings, python: str) -> LauncherWords:
@@ -176,7 +177,7 @@ def _horovodrun(point: Point, slurm: SlurmSettings, python: str) -> LauncherWord
             *(("--mpi-args", " ".join(mapping)) if mapping else ()), *slurm.launcher_args)
     # horovodrun wants host:slots; Slurm gives a compressed node list.
     hosts = f'scontrol show hostnames "$SLURM_JOB_NODELIST" | sed "s/\\$/:{point.ranks_per_node}/" | paste -sd, -'
-    return LauncherWords(argv, slurm.cpu_bind, mpi_mapping=mapping, prelude=(f"HOSTS=$({hosts})",))
+    return LauncherWords(argv, prelude=(f"HOSTS=$({hosts})",))
 
 
 def _torchrun(point: Point, slurm: SlurmSettings, python: str) -> LauncherWords:
@@ -188,7 +189,7 @@ def _torchrun(point: Point, slurm: SlurmSettings, python: str) -> LauncherWords:
     # The first node's address as the ranks themselves find it (DNS, else Slurm's NodeAddr).
     find = "from hpcbench.workloads.distenv import from_environ; print(from_environ().master_addr)"
     prelude = (f"MASTER_ADDR=$({shlex.quote(python)} -c {shlex.quote(find)})", f"MASTER_PORT={JOB_PORT_SHELL}")
-    return LauncherWords(argv, "none", tasks, options, prelude=prelude)
+    return LauncherWords(argv, prelude=prelude)
 
 
 # One entry per launcher (vocab.LAUNCHERS): what it says to start the point's ranks inside the allocation.
@@ -200,7 +201,16 @@ def plan_launch(spec: SweepSpec, point: Point, workdir: str, python: str) -> Lau
     """The point's launch plan, with its own settings (the sweep's [slurm] and its axes' values)."""
     slurm = point.settings(spec.slurm)
     return LaunchPlan(
-        launcher=slurm.launcher, nodes=point.nodes, ranks_per_node=point.ranks_per_node,
-        cpus_per_task=slurm.cpus_per_task, env=job_env(slurm), words=LAUNCHERS[slurm.launcher](point, slurm, python),
-        workdir=workdir, python=python, module=MODULE[point.kind], rank_args=tuple(rank_args(point, workdir)),
-        needs_mpi=horovod_mpi(point))
+        settings=slurm, nodes=point.nodes, ranks_per_node=point.ranks_per_node, gpus_per_node=point.gpus_per_node,
+        env=job_env(slurm), words=LAUNCHERS[slurm.launcher](point, slurm, python), workdir=workdir, python=python,
+        module=MODULE[point.kind], rank_args=tuple(rank_args(point, workdir)), needs_mpi=horovod_mpi(point))
+
+
+def need_srun_steps(spec: SweepSpec, plans: Iterable[LaunchPlan], what: str, hint: str) -> None:
+    """Refuses, before anything runs, plans whose ranks srun does not start as tasks of their own: ``what`` (pack's
+    job steps, submitit's srun line) starts them so."""
+    for plan in plans:
+        if not plan.srun_steps:
+            where = spec.matrix.where("launcher") or "slurm.launcher"
+            raise ConfigError(f"{spec.path}: {where}: {plan.settings.launcher!r} cannot be used with {what}, which "
+                              "starts each rank as an srun task of its own", hint=hint)

@@ -18,7 +18,7 @@ from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
 from hpcbench.submit.backends.base import Backend
-from hpcbench.submit.launch import EnvVar, job_env, plan_launch
+from hpcbench.submit.launch import EnvVar, LaunchPlan, job_env, need_srun_steps, plan_launch
 from hpcbench.submit.render import gpu_request, sanitise_job_name, setup_lines, template
 
 
@@ -30,28 +30,26 @@ class Packed:
     points: int
 
 
-def _step_argv(spec: SweepSpec, rd: RunDir, p: Point, python: str, exported: tuple[EnvVar, ...]) -> list[str]:
+def _step_argv(rd: RunDir, p: Point, plan: LaunchPlan, exported: tuple[EnvVar, ...]) -> list[str]:
     paths = rd.point(p)
-    plan = plan_launch(spec, p, str(paths.dir), python)
     # A step uses only the nodes it needs; its output goes to the point's own folder, named by job id.
-    srun = ["srun", f"--nodes={p.nodes}", f"--output={paths.stdout()}", f"--error={paths.stderr()}",
-            *plan.words.srun_tasks, *plan.srun_options]
+    srun = ["srun", f"--nodes={plan.nodes}", f"--output={paths.stdout()}", f"--error={paths.stderr()}",
+            *plan.words.srun_tasks, *plan.words.srun_options]
     # A point's own environment variables ([matrix.env]) reach its step's ranks only: srun passes them on.
     exports = [f"{v.name}={v.value}" for v in plan.env if v not in exported]
     return (["env", *exports] if exports else []) + srun + list(plan.rank_argv)
 
 
 def render_pack(spec: SweepSpec, rd: RunDir, n: int, points: list[Point], python: str) -> str:
-    if spec.slurm.launcher != "srun":
-        raise ConfigError(f"{spec.path}: slurm.pack = true needs slurm.launcher = \"srun\" (job steps)",
-                          hint="set pack = false to use mpirun")
+    plans = [plan_launch(spec, p, str(rd.point(p).dir), python) for p in points]
+    need_srun_steps(spec, plans, "slurm.pack = true (job steps)", hint="set pack = false to use mpirun")
     own = sorted({k for p in points for k, _ in (*p.slurm, *p.job)})
     if own:  # one allocation has one time limit, one cpus-per-task, ...
         raise ConfigError(f"{spec.path}: slurm.pack = true runs every point in one allocation, but the sweep's "
                           f"points set their own {', '.join(own)}", hint="set pack = false for such axes")
     env = job_env(spec.slurm)  # exported once for every step
     steps = [{"label": p.label, "id": p.id, "dir": rd.point(p).dir, "exitcode": rd.point(p).exitcode,
-              "argv": _step_argv(spec, rd, p, python, env)} for p in points]
+              "argv": _step_argv(rd, p, plan, env)} for p, plan in zip(points, plans)]
     # The steps run one after another, so the allocation needs the sum of their limits.
     total = time_seconds(spec.slurm.time) * len(points)
     gpus = max(p.gpus_per_node for p in points)

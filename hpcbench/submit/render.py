@@ -111,29 +111,28 @@ def _skeleton(slurm: SlurmSettings, env: tuple[EnvVar, ...], sweep_name: str, ha
 def launch_lines(plan: LaunchPlan) -> str:
     """The plan's prelude (hpcbench's own shell, one line each), then its launcher and rank command as one line,
     continued: ``python -u -m module`` after the launcher, then one ``--flag value`` per line."""
-    launch = [" ".join(_q(a) for a in plan.launcher_argv)]
+    launch = [" ".join(_q(a) for a in plan.words.argv)]
     launch += ["    " + line for line in _argv_lines(list(plan.rank_argv))]
     return "\n".join([*plan.words.prelude, " \\\n".join(launch)])
 
 
-def point_values(spec: SweepSpec, point: Point, paths: PointPaths, plan: LaunchPlan, comment: str | None,
-                 slurm: SlurmSettings) -> dict[str, str]:
+def point_values(spec: SweepSpec, point: Point, paths: PointPaths, plan: LaunchPlan, comment: str | None
+                 ) -> dict[str, str]:
     """Every per-point value of the job script, shell-quoted where a shell or sbatch will read it."""
     q = _quote
     d = str(paths.dir)  # joined as text: pathlib costs ~10 us a join, 60,000 joins on 10,000 points
     return {
         "label": point.label, "id": point.id, "job_script": q(f"{d}/{PointPaths.JOB_SCRIPT}"),
         "job_name": q(job_name(spec, point)), "comment": q(comment or ""), "nodes": str(plan.nodes),
-        "ranks_per_node": str(plan.ranks_per_node), "gpu_request": q(gpu_request(slurm, point.gpus_per_node)),
+        "ranks_per_node": str(plan.ranks_per_node), "gpu_request": q(gpu_request(plan.settings, plan.gpus_per_node)),
         "stdout": q(f"{d}/{PointPaths.stdout_name()}"), "stderr": q(f"{d}/{PointPaths.stderr_name()}"),
         "dir": q(plan.workdir), "launch": launch_lines(plan), "exitcode": q(f"{d}/{PointPaths.EXITCODE}"),
     }
 
 
 def render_job(spec: SweepSpec, point: Point, paths: PointPaths, python: str, comment: str | None = None) -> str:
-    """The point's job script, with its own settings: the sweep's [slurm], and its axes' values (Point.settings)."""
-    slurm = point.settings(spec.slurm)
+    """The point's job script: its launch plan, with the plan's settings (the sweep's [slurm] and its axes' values)."""
     plan = plan_launch(spec, point, str(paths.dir), python)
-    values = point_values(spec, point, paths, plan, comment, slurm)
-    return _TOKEN.sub(lambda m: values[m.group(1)], _skeleton(slurm, plan.env, spec.sweep.name,
-                                                              bool(point.gpus_per_node), bool(comment)))
+    values = point_values(spec, point, paths, plan, comment)
+    return _TOKEN.sub(lambda m: values[m.group(1)], _skeleton(plan.settings, plan.env, spec.sweep.name,
+                                                              bool(plan.gpus_per_node), bool(comment)))

@@ -19,7 +19,6 @@ from typing import BinaryIO
 from hpcbench.errors import ConfigError
 from hpcbench.files import atomic_write_text
 from hpcbench.jobs import Job
-from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
@@ -111,7 +110,7 @@ class LocalBackend(Backend):
         with open(paths.stdout(job_id), "ab") as out, open(paths.stderr(job_id), "ab") as err:
             procs = [subprocess.Popen(s.argv, env=s.env, stdout=out, stderr=err, cwd=plan.workdir)
                      for s in local_starts(plan, job_id, Here.now())]
-            rc = _wait_all(procs, time_seconds(point.settings(spec.slurm).time), err, self.on_tick)
+            rc = _wait_all(procs, plan.time_limit_s, err, self.on_tick)
         atomic_write_text(paths.exitcode, f"{rc}\n")
         return self.job(job_id, paths)
 
