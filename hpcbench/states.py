@@ -21,7 +21,7 @@ from typing import Literal
 
 from hpcbench import records
 from hpcbench.errors import NoSpace, SchemaError
-from hpcbench.jobs import Job, SchedulerView
+from hpcbench.jobs import Job, SchedulerView, backend_name
 from hpcbench.plan.expand import Point
 from hpcbench.records import ErrorRecord, ResultRecord
 from hpcbench.rundir import PointPaths, RunDir
@@ -305,7 +305,7 @@ def ended_jobs(rd: RunDir) -> dict[str, Job | None]:
     for e in rd.events():
         if e["event"] in ("finished", "ended") and e.get("job_id"):
             jid = str(e["job_id"])
-            out[jid] = Job(jid, str(e.get("backend") or ""), state=e.get("state", ""), reason=e.get("reason", ""),
+            out[jid] = Job(jid, backend_name(e.get("backend")), state=e.get("state", ""), reason=e.get("reason", ""),
                            exit_code=e.get("exit_code", "")) if e.get("state") else None
     return out
 

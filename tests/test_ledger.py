@@ -216,3 +216,24 @@ def test_ledger_reread_after_every_append(tmp_path):
         assert rd.submissions()[pts[0].id]["job_id"] == str(100 + n)
         assert [s["job_id"] for s in rd.submissions().values()] == [str(100 + n)]
     assert rd.recorded_job_ids() == {"101", "102", "103"}
+
+
+def test_a_run_whose_backend_is_not_installed_says_so_instead_of_blaming_the_queue(tmp_path):
+    """Jobs submitted elsewhere with a backend this install lacks: the view says which backend, and a re-run
+    refuses (their jobs may live) with that reason, not a scheduler's."""
+    from hpcbench.errors import SchedulerError
+    from hpcbench.submit import registry
+    from hpcbench.submit.status import scheduler_view
+    from hpcbench.submit.submission import submit_points
+
+    rd, pts = make_run(tmp_path)
+    for i, p in enumerate(pts):
+        rd.record("submitted", p.id, job_id=str(500 + i), backend="gone")
+    view = scheduler_view(rd)
+    assert not view.read and view.why == "backend 'gone', which submitted 4 of its jobs, is not installed here"
+    assert [s.state for s in collect(rd, view)] == ["UNKNOWN"] * 4
+    with pytest.raises(SchedulerError, match=r"the queue cannot be read \(backend 'gone', .*not installed here\), "
+                                             r"so it is not known whether the jobs of 4 point\(s\)") as e:
+        submit_points(parse("[matrix]\nranks_per_node = [1, 2, 3, 4]\n", "s.toml"), rd, sys.executable, registry.create("local"), print)
+    assert e.value.hint == "install the package that provides the 'gone' backend, or run this where it is"
+    assert not [e for e in rd.events() if e["event"] not in ("submitted",)]

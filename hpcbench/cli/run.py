@@ -123,7 +123,12 @@ def cmd_status(args: Args) -> int:
     from hpcbench.submit.status import refresh
 
     rd = RunDir.open(Path(args.run_dir))
-    states = wait(rd, args.poll, echo) if args.wait else refresh(rd)
+    if args.wait:
+        states = wait(rd, args.poll, echo)
+    else:
+        view, states = refresh(rd)
+        if not view.read:
+            print(f"hpcbench status: the queue cannot be read ({view.why})", file=sys.stderr)
     echo(status_table(states))
     # Without --wait the states are a report; with it, scripts want to know whether all went well.
     return 1 if args.wait and not all(s.ok for s in states) else 0

@@ -25,6 +25,7 @@ from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
 from hpcbench.submit.backends.base import Backend
 from hpcbench.submit.launch import LaunchPlan, plan_launch
+from hpcbench.submit.registry import use
 
 # Variables that would make a rank believe it belongs to some other job or launcher.
 _FOREIGN_PREFIXES = ("SLURM_", "SLURMD_", "OMPI_", "PMI_", "PMIX_", "MASTER_", "RANK", "LOCAL_RANK", "WORLD_SIZE")
@@ -101,8 +102,9 @@ class LocalBackend(Backend):
             if caps is not None and caps.cuda_devices < 1:
                 raise ConfigError(f"{spec.path}: workload.device = \"cuda\", but the local backend runs every rank "
                                   "on this machine and torch sees no GPU here",
-                                  hint='use device = "cpu" (ranks_per_node instead of gpus_per_node), or submit to '
-                                       "Slurm with --backend sbatch")
+                                  hint=", or ".join(filter(None, (
+                                      'use device = "cpu" (ranks_per_node instead of gpus_per_node)',
+                                      use(lambda b: b.queued and b.auto_rank is not None, "submit with")))))
 
     def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
         self._count += 1
