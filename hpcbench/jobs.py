@@ -7,12 +7,12 @@ another scheduler folds its own words onto them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hpcbench.errors import SchedulerError
 from hpcbench.rundir import PointPaths
-from hpcbench.vocab import SLURM_ACTIVE
+from hpcbench.vocab import COMPLETED, FAILED, SLURM_ACTIVE, TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,12 @@ class Job:
     reason: str = ""  # why it waits, or how it ended, in the scheduler's words
     exit_code: str = ""  # "code:signal" where the scheduler reports it
     comment: str = ""  # hpcbench puts "hpcbench:<run id>:<point id>" here, where the scheduler keeps one
+
+    def ran(self, code: int, timed_out: str = "") -> Job:
+        """This job, run to its end by a backend without a queue: COMPLETED or FAILED by its exit code, or
+        TIMEOUT where ``timed_out`` says how the time limit ended it. The ledger keeps this word."""
+        state = TIMEOUT if timed_out else COMPLETED if code == 0 else FAILED
+        return replace(self, state=state, reason=timed_out, exit_code=str(code))
 
     @property
     def active(self) -> bool:

@@ -148,8 +148,6 @@ def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str |
             word = m.group(1)
             implied = TIMEOUT if "TIME LIMIT" in word else NODE_FAIL if "NODE" in word else CANCELLED
             return line.strip(), implied
-    if any("hpcbench local: time limit reached" in line for line in lines):
-        return "time limit reached (local backend)", TIMEOUT
     for line in reversed(lines):
         if _OOM.search(line):
             return line.strip(), OUT_OF_MEMORY
@@ -196,9 +194,10 @@ _UNKNOWN_WHY = {"unreadable": "the queue could not be read",
 
 
 def point_state(p: Point, paths: PointPaths, sub: dict | None, job: Job | None,
-                queue: Queue = "read") -> PointState:
+                queue: Queue = "read", ran: Job | None = None) -> PointState:
     """One point's state. ``job`` is the scheduler's record of the point's job (None: it has none);
-    ``queue`` says whether an absent record means the job is gone."""
+    ``queue`` says whether an absent record means the job is gone. ``ran``: the word of a backend without a
+    queue on the job it ran to its end (the ledger's ``finished`` line; Job.ran)."""
     job_id = sub.get("job_id") if sub else None
     backend = sub.get("backend") if sub else None
     pack = sub.get("pack") if sub else None
@@ -215,6 +214,8 @@ def point_state(p: Point, paths: PointPaths, sub: dict | None, job: Job | None,
     failure = _failure_reason(paths)
     code = _exitcode(paths)
     line, implied = log_reason(paths, job_id)
+    if implied is None and ran is not None and ran.state not in (COMPLETED, FAILED):  # its exit code says those
+        line, implied = ran.reason or line, SLURM_ENDED.get(ran.state)
     # In a pack, the allocation outlives each point: the point's own exit status says it is over.
     if pack and code is not None:
         return make(state=FAILED, reason=failure or _exit_reason(code, line))
@@ -281,7 +282,7 @@ def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None = None) -> l
         view = SchedulerView({j: Job(j, "", state=s) for j, s in view.items()})
     subs = rd.submissions()
     earlier = ended_attempts(rd)
-    over = ended_jobs(rd)
+    over, ran = _ledger_ends(rd)
     out = []
     for p in rd.points():
         sub = subs.get(p.id)
@@ -289,8 +290,8 @@ def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None = None) -> l
         job = view.jobs.get(job_id) if view is not None and job_id else None
         queue: Queue = "not asked" if view is None else "read" if view.read else "unreadable"
         if job is None and job_id in over:  # over by the ledger's word: its absence from the queue says so
-            job, queue = over[job_id], "read"
-        st = point_state(p, rd.point(p), sub, job, queue)
+            job, queue = (None if job_id in ran else over[job_id]), "read"
+        st = point_state(p, rd.point(p), sub, job, queue, ran.get(job_id or ""))
         out.append(replace(st, earlier=tuple(earlier[p.id])) if p.id in earlier else st)
     return out
 
@@ -301,13 +302,22 @@ def ended_jobs(rd: RunDir) -> dict[str, Job | None]:
     A backend that runs its points before submit returns records ``finished``; for a queued one, `status`
     records ``ended`` when the scheduler says the job ended or has forgotten it (record_ended).
     """
-    out: dict[str, Job | None] = {}
+    return _ledger_ends(rd)[0]
+
+
+def _ledger_ends(rd: RunDir) -> tuple[dict[str, Job | None], dict[str, Job]]:
+    """ended_jobs, and of them the ``finished`` ones whose backend said how they ended (a ledger older than
+    Job.ran has no state on them: their folder alone tells)."""
+    over: dict[str, Job | None] = {}
+    ran: dict[str, Job] = {}
     for e in rd.events():
         if e["event"] in ("finished", "ended") and e.get("job_id"):
             jid = str(e["job_id"])
-            out[jid] = Job(jid, backend_name(e.get("backend")), state=e.get("state", ""), reason=e.get("reason", ""),
-                           exit_code=e.get("exit_code", "")) if e.get("state") else None
-    return out
+            over[jid] = Job(jid, backend_name(e.get("backend")), state=e.get("state", ""), reason=e.get("reason", ""),
+                            exit_code=e.get("exit_code", "")) if e.get("state") else None
+            if e["event"] == "finished" and (said := over[jid]) is not None:
+                ran[jid] = said
+    return over, ran
 
 
 def record_ended(rd: RunDir, view: SchedulerView, states: list[PointState]) -> None:

@@ -237,3 +237,20 @@ def test_a_run_whose_backend_is_not_installed_says_so_instead_of_blaming_the_que
         submit_points(parse("[matrix]\nranks_per_node = [1, 2, 3, 4]\n", "s.toml"), rd, sys.executable, registry.create("local"), print)
     assert e.value.hint == "install the package that provides the 'gone' backend, or run this where it is"
     assert not [e for e in rd.events() if e["event"] not in ("submitted",)]
+
+
+def test_a_backend_without_a_queue_says_how_its_job_ended_and_old_ledgers_read_as_before(tmp_path):
+    """Its word (Job.ran) is kept on the ledger's finished line, whatever the backend; a finished line without
+    it (a run made before) is read from the folder, as it always was."""
+    rd, pts = make_run(tmp_path)
+    words = [Job("j0", "bash").ran(124, "time limit of 5 s reached"), Job("j1", "bash").ran(3),
+             Job("j2", "bash").ran(0), None]
+    for p, job in zip(pts, words):
+        rd.record("submitted", p.id, job_id=f"j{pts.index(p)}", backend="bash")
+        rd.point(p).exitcode.write_text(f"{job.exit_code if job else 124}\n")
+        said = {"state": job.state, "reason": job.reason} if job else {}
+        rd.record("finished", p.id, job_id=f"j{pts.index(p)}", backend="bash", exit_code="x", **said)
+    assert [(w.state, w.exit_code) for w in words if w] == [("TIMEOUT", "124"), ("FAILED", "3"), ("COMPLETED", "0")]
+    got = [(s.state, s.reason) for s in collect(rd)]
+    assert got == [("TIMEOUT", "time limit of 5 s reached"), ("FAILED", "exit code 3"),
+                   ("FAILED", "the job exited 0 but wrote no result record"), ("FAILED", "exit code 124")]

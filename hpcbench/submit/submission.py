@@ -136,23 +136,25 @@ def _submit_one(rd: RunDir, spec: SweepSpec, p: Point, python: str, backend: Bac
     rd.record("submitting", p.id, backend=backend.name)
     started = time.monotonic()
     try:
-        job_id = (_started(backend, spec, p, paths, python, tag) if not backend.queued else
-                  backend.submit(spec, p, paths, python)).id
+        job = (_started(backend, spec, p, paths, python, tag) if not backend.queued else
+               backend.submit(spec, p, paths, python))
     except SchedulerError as e:
         rd.record("submit_failed", p.id, backend=backend.name, reason=str(e))
         echo(f"  {p.label}: NOT submitted: {e}")
         return None
     if delay:
         time.sleep(delay)
-    rd.record("submitted", p.id, job_id=job_id, backend=backend.name)
+    rd.record("submitted", p.id, job_id=job.id, backend=backend.name)
     if backend.queued:
-        echo(f"  {p.label}: job {job_id}")
-    else:
+        echo(f"  {p.label}: job {job.id}")
+    else:  # the point is over: the backend's word on its end (Job.ran) is kept, as `status` keeps a scheduler's
         code = paths.exitcode.read_text().strip() if paths.exitcode.exists() else "?"
-        rd.record("finished", p.id, job_id=job_id, backend=backend.name, exit_code=code)
+        said = {"state": job.state, "reason": job.reason} if job.state else {}
+        rd.record("finished", p.id, job_id=job.id, backend=backend.name, exit_code=code, **said)
         took = f"{time.monotonic() - started:.0f} s"
-        echo(f"  {tag} {p.label}: {'done' if code == '0' else 'FAILED (exit ' + code + ')'} ({took})")
-    return job_id
+        ended = "done" if code == "0" else f"{job.state or 'FAILED'} (exit {code})"
+        echo(f"  {tag} {p.label}: {ended} ({took})")
+    return job.id
 
 
 def _started(backend: Backend, spec: SweepSpec, p: Point, paths: Any, python: str, tag: str) -> Job:

@@ -113,14 +113,15 @@ class LocalBackend(Backend):
         with open(paths.stdout(job_id), "ab") as out, open(paths.stderr(job_id), "ab") as err:
             procs = [subprocess.Popen(s.argv, env=s.env, stdout=out, stderr=err, cwd=plan.workdir)
                      for s in local_starts(plan, job_id, Here.now())]
-            rc = _wait_all(procs, time_seconds(point.settings(spec.slurm).time), err, self.on_tick)
+            rc, timed_out = _wait_all(procs, time_seconds(point.settings(spec.slurm).time), err, self.on_tick)
         atomic_write_text(paths.exitcode, f"{rc}\n")
-        return self.job(job_id, paths)
+        return self.job(job_id, paths).ran(rc, "time limit reached (local backend)" if timed_out else "")
 
 
 def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: BinaryIO,
-              on_tick: Callable[[float], None] | None = None) -> int:
-    """Wait for every rank. Like a job step: first failure wins; the time limit kills everything."""
+              on_tick: Callable[[float], None] | None = None) -> tuple[int, bool]:
+    """Wait for every rank. Like a job step: first failure wins; the time limit kills everything.
+    (exit code, whether the time limit was reached)."""
     start = time.monotonic()
     deadline, ticked = start + limit_s, 0
     failed_at = None
@@ -139,9 +140,9 @@ def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: BinaryI
                     p.kill()
             if now > deadline:
                 err.write(b"hpcbench local: time limit reached, ranks killed\n")
-                return 124
+                return 124, True
             break
         time.sleep(0.05)
     for p in procs:
         p.wait()
-    return rc or next((p.returncode for p in procs if p.returncode != 0), 0)
+    return rc or next((p.returncode for p in procs if p.returncode != 0), 0), False
