@@ -46,7 +46,7 @@ from hpcbench.vocab import (
 
 # Lines in job logs that explain an ending, most specific first.
 _SLURM_END = re.compile(r"\*\*\* (?:JOB|STEP) \S+ .*(CANCELLED|DUE TO TIME LIMIT|DUE TO NODE FAILURE|PREEMPTION)")
-_OOM = OOM_LINE = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
+OOM_LINE = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
 _SRUN_ECHO = re.compile(r"srun: error: \S+: tasks? [\d,-]+: (Exited with exit code|Killed|Terminated)")
 _ERRORISH = re.compile(r"(Error|error:|Exception|Traceback|FAILED|Killed|killed)")
 
@@ -149,7 +149,7 @@ def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str |
             implied = TIMEOUT if "TIME LIMIT" in word else NODE_FAIL if "NODE" in word else CANCELLED
             return line.strip(), implied
     for line in reversed(lines):
-        if _OOM.search(line):
+        if OOM_LINE.search(line):
             return line.strip(), OUT_OF_MEMORY
     # srun's closing "task 0: Exited with exit code 2" only repeats the status; the line before says why.
     for line in reversed(lines):
@@ -272,14 +272,12 @@ def _ended(make: partial[PointState], job: Job, pack: str | None, failure: str |
     return make(state=state, reason=_join(slurm_why, failure or line))
 
 
-def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None = None) -> list[PointState]:
+def collect(rd: RunDir, view: SchedulerView | None = None) -> list[PointState]:
     """Every planned point's state.
 
-    ``view``: what the schedulers said just now (hpcbench.submit.status.scheduler_view), or {job id: Slurm
-    state}; None: the disk only, where the ledger's ``finished`` and ``ended`` lines tell which jobs are over.
+    ``view``: what the schedulers said just now (hpcbench.submit.status.scheduler_view); None: the disk only,
+    where the ledger's ``finished`` and ``ended`` lines tell which jobs are over.
     """
-    if isinstance(view, dict):
-        view = SchedulerView({j: Job(j, "", state=s) for j, s in view.items()})
     subs = rd.submissions()
     earlier = ended_attempts(rd)
     over, ran = _ledger_ends(rd)

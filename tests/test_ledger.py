@@ -9,7 +9,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from conftest import DATA, REPO
+from conftest import DATA, REPO, queue
 
 from hpcbench.errors import ConfigError, RunDirBusy
 from hpcbench.files import atomic_write_json
@@ -112,7 +112,7 @@ def test_folder_alone_tells_the_ending_when_the_scheduler_forgot(tmp_path):
     rd.point(pts[2]).stderr("202").write_text("slurmstepd: error: Detected 1 oom_kill event in StepId=202.0\n")
     # An older attempt's logs do not speak for the current job.
     rd.point(pts[3]).stderr("150").write_text("*** JOB 150 ON node1 CANCELLED AT 2026 DUE TO TIME LIMIT ***\n")
-    got = [s.state for s in collect(rd, {})]
+    got = [s.state for s in collect(rd, queue({}))]
     assert got == ["NODE_FAIL", "CANCELLED", "OUT_OF_MEMORY", "MISSING"]
 
 
@@ -134,7 +134,7 @@ def test_interrupted_submission_is_unknown_until_settled(tmp_path):
     rd.record("submitting", pts[0].id, backend="sbatch")
     rd.record("submitting", pts[1].id, backend="sbatch")
     rd.record("submit_lost", pts[1].id, backend="sbatch", reason="x")
-    got = [s.state for s in collect(rd, {})]
+    got = [s.state for s in collect(rd, queue({}))]
     assert got[:2] == ["UNKNOWN", "NOT_SUBMITTED"]
 
 
