@@ -234,7 +234,8 @@ def test_a_run_whose_backend_is_not_installed_says_so_instead_of_blaming_the_que
     assert [s.state for s in collect(rd, view)] == ["UNKNOWN"] * 4
     with pytest.raises(SchedulerError, match=r"the queue cannot be read \(backend 'gone', .*not installed here\), "
                                              r"so it is not known whether the jobs of 4 point\(s\)") as e:
-        submit_points(parse("[matrix]\nranks_per_node = [1, 2, 3, 4]\n", "s.toml"), rd, sys.executable, registry.create("local"), print)
+        submit_points(parse("[matrix]\nranks_per_node = [1, 2, 3, 4]\n", "s.toml"), rd, sys.executable,
+                      registry.create("local"), print)
     assert e.value.hint == "install the package that provides the 'gone' backend, or run this where it is"
     assert not [e for e in rd.events() if e["event"] not in ("submitted",)]
 

@@ -68,7 +68,8 @@ def reconcile(rd: RunDir, echo: Echo) -> tuple[int, int]:
         return 0, 0
     known = rd.recorded_job_ids()
     found: dict[str, list[str]] = {}  # comment key (point id or pack name) -> job ids
-    backends = {b for e in intents.values() if (b := registry.known(backend_name(e.get("backend")))) is not None and b.queued}
+    named = {backend_name(e.get("backend")) for e in intents.values()}
+    backends = [b for n in sorted(named) if (b := registry.known(n)) is not None and b.queued]
     for backend in backends:  # one queue listing per backend (one squeue call), whatever the number of intents
         for job_id, comment in backend.queue_comments().items():
             key = rd.comment_point(comment)
