@@ -21,7 +21,7 @@ from typing import Literal
 
 from hpcbench import records
 from hpcbench.errors import NoSpace, SchemaError
-from hpcbench.jobs import Job, SchedulerView
+from hpcbench.jobs import Job, SchedulerView, backend_name
 from hpcbench.plan.expand import Point
 from hpcbench.records import ErrorRecord, ResultRecord
 from hpcbench.rundir import PointPaths, RunDir
@@ -46,7 +46,7 @@ from hpcbench.vocab import (
 
 # Lines in job logs that explain an ending, most specific first.
 _SLURM_END = re.compile(r"\*\*\* (?:JOB|STEP) \S+ .*(CANCELLED|DUE TO TIME LIMIT|DUE TO NODE FAILURE|PREEMPTION)")
-_OOM = OOM_LINE = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
+OOM_LINE = re.compile(r"oom[-_ ]kill|Out Of Memory|OUT_OF_MEMORY", re.IGNORECASE)
 _SRUN_ECHO = re.compile(r"srun: error: \S+: tasks? [\d,-]+: (Exited with exit code|Killed|Terminated)")
 _ERRORISH = re.compile(r"(Error|error:|Exception|Traceback|FAILED|Killed|killed)")
 
@@ -148,10 +148,8 @@ def log_reason(paths: PointPaths, job_id: str | None = None) -> tuple[str, str |
             word = m.group(1)
             implied = TIMEOUT if "TIME LIMIT" in word else NODE_FAIL if "NODE" in word else CANCELLED
             return line.strip(), implied
-    if any("hpcbench local: time limit reached" in line for line in lines):
-        return "time limit reached (local backend)", TIMEOUT
     for line in reversed(lines):
-        if _OOM.search(line):
+        if OOM_LINE.search(line):
             return line.strip(), OUT_OF_MEMORY
     # srun's closing "task 0: Exited with exit code 2" only repeats the status; the line before says why.
     for line in reversed(lines):
@@ -196,9 +194,10 @@ _UNKNOWN_WHY = {"unreadable": "the queue could not be read",
 
 
 def point_state(p: Point, paths: PointPaths, sub: dict | None, job: Job | None,
-                queue: Queue = "read") -> PointState:
+                queue: Queue = "read", ran: Job | None = None) -> PointState:
     """One point's state. ``job`` is the scheduler's record of the point's job (None: it has none);
-    ``queue`` says whether an absent record means the job is gone."""
+    ``queue`` says whether an absent record means the job is gone. ``ran``: the word of a backend without a
+    queue on the job it ran to its end (the ledger's ``finished`` line; Job.ran)."""
     job_id = sub.get("job_id") if sub else None
     backend = sub.get("backend") if sub else None
     pack = sub.get("pack") if sub else None
@@ -215,6 +214,8 @@ def point_state(p: Point, paths: PointPaths, sub: dict | None, job: Job | None,
     failure = _failure_reason(paths)
     code = _exitcode(paths)
     line, implied = log_reason(paths, job_id)
+    if implied is None and ran is not None and ran.state not in (COMPLETED, FAILED):  # its exit code says those
+        line, implied = ran.reason or line, SLURM_ENDED.get(ran.state)
     # In a pack, the allocation outlives each point: the point's own exit status says it is over.
     if pack and code is not None:
         return make(state=FAILED, reason=failure or _exit_reason(code, line))
@@ -271,17 +272,15 @@ def _ended(make: partial[PointState], job: Job, pack: str | None, failure: str |
     return make(state=state, reason=_join(slurm_why, failure or line))
 
 
-def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None = None) -> list[PointState]:
+def collect(rd: RunDir, view: SchedulerView | None = None) -> list[PointState]:
     """Every planned point's state.
 
-    ``view``: what the schedulers said just now (hpcbench.submit.status.scheduler_view), or {job id: Slurm
-    state}; None: the disk only, where the ledger's ``finished`` and ``ended`` lines tell which jobs are over.
+    ``view``: what the schedulers said just now (hpcbench.submit.status.scheduler_view); None: the disk only,
+    where the ledger's ``finished`` and ``ended`` lines tell which jobs are over.
     """
-    if isinstance(view, dict):
-        view = SchedulerView({j: Job(j, "", state=s) for j, s in view.items()})
     subs = rd.submissions()
     earlier = ended_attempts(rd)
-    over = ended_jobs(rd)
+    over, ran = _ledger_ends(rd)
     out = []
     for p in rd.points():
         sub = subs.get(p.id)
@@ -289,8 +288,8 @@ def collect(rd: RunDir, view: SchedulerView | dict[str, str] | None = None) -> l
         job = view.jobs.get(job_id) if view is not None and job_id else None
         queue: Queue = "not asked" if view is None else "read" if view.read else "unreadable"
         if job is None and job_id in over:  # over by the ledger's word: its absence from the queue says so
-            job, queue = over[job_id], "read"
-        st = point_state(p, rd.point(p), sub, job, queue)
+            job, queue = (None if job_id in ran else over[job_id]), "read"
+        st = point_state(p, rd.point(p), sub, job, queue, ran.get(job_id or ""))
         out.append(replace(st, earlier=tuple(earlier[p.id])) if p.id in earlier else st)
     return out
 
@@ -301,13 +300,22 @@ def ended_jobs(rd: RunDir) -> dict[str, Job | None]:
     A backend that runs its points before submit returns records ``finished``; for a queued one, `status`
     records ``ended`` when the scheduler says the job ended or has forgotten it (record_ended).
     """
-    out: dict[str, Job | None] = {}
+    return _ledger_ends(rd)[0]
+
+
+def _ledger_ends(rd: RunDir) -> tuple[dict[str, Job | None], dict[str, Job]]:
+    """ended_jobs, and of them the ``finished`` ones whose backend said how they ended (a ledger older than
+    Job.ran has no state on them: their folder alone tells)."""
+    over: dict[str, Job | None] = {}
+    ran: dict[str, Job] = {}
     for e in rd.events():
         if e["event"] in ("finished", "ended") and e.get("job_id"):
             jid = str(e["job_id"])
-            out[jid] = Job(jid, str(e.get("backend") or ""), state=e.get("state", ""), reason=e.get("reason", ""),
-                           exit_code=e.get("exit_code", "")) if e.get("state") else None
-    return out
+            over[jid] = Job(jid, backend_name(e.get("backend")), state=e.get("state", ""), reason=e.get("reason", ""),
+                            exit_code=e.get("exit_code", "")) if e.get("state") else None
+            if e["event"] == "finished" and (said := over[jid]) is not None:
+                ran[jid] = said
+    return over, ran
 
 
 def record_ended(rd: RunDir, view: SchedulerView, states: list[PointState]) -> None:

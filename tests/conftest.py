@@ -5,10 +5,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
+
+if TYPE_CHECKING:
+    from hpcbench.jobs import SchedulerView
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
@@ -65,6 +69,13 @@ def slurm_cluster() -> None:
     assert proc.returncode == 0, f"hpcbench minicluster up failed:\n{proc.stdout}\n{proc.stderr}"
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+
+
+def queue(states: dict[str, str]) -> SchedulerView:
+    """A scheduler's view that says only each job's state: {job id: Slurm state}."""
+    from hpcbench.jobs import Job, SchedulerView
+
+    return SchedulerView({j: Job(j, "", state=s) for j, s in states.items()})
 
 
 def write(path: Path, text: str) -> Path:

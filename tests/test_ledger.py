@@ -9,7 +9,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from conftest import DATA, REPO
+from conftest import DATA, REPO, queue
 
 from hpcbench.errors import ConfigError, RunDirBusy
 from hpcbench.files import atomic_write_json
@@ -112,7 +112,7 @@ def test_folder_alone_tells_the_ending_when_the_scheduler_forgot(tmp_path):
     rd.point(pts[2]).stderr("202").write_text("slurmstepd: error: Detected 1 oom_kill event in StepId=202.0\n")
     # An older attempt's logs do not speak for the current job.
     rd.point(pts[3]).stderr("150").write_text("*** JOB 150 ON node1 CANCELLED AT 2026 DUE TO TIME LIMIT ***\n")
-    got = [s.state for s in collect(rd, {})]
+    got = [s.state for s in collect(rd, queue({}))]
     assert got == ["NODE_FAIL", "CANCELLED", "OUT_OF_MEMORY", "MISSING"]
 
 
@@ -134,7 +134,7 @@ def test_interrupted_submission_is_unknown_until_settled(tmp_path):
     rd.record("submitting", pts[0].id, backend="sbatch")
     rd.record("submitting", pts[1].id, backend="sbatch")
     rd.record("submit_lost", pts[1].id, backend="sbatch", reason="x")
-    got = [s.state for s in collect(rd, {})]
+    got = [s.state for s in collect(rd, queue({}))]
     assert got[:2] == ["UNKNOWN", "NOT_SUBMITTED"]
 
 
@@ -216,3 +216,42 @@ def test_ledger_reread_after_every_append(tmp_path):
         assert rd.submissions()[pts[0].id]["job_id"] == str(100 + n)
         assert [s["job_id"] for s in rd.submissions().values()] == [str(100 + n)]
     assert rd.recorded_job_ids() == {"101", "102", "103"}
+
+
+def test_a_run_whose_backend_is_not_installed_says_so_instead_of_blaming_the_queue(tmp_path):
+    """Jobs submitted elsewhere with a backend this install lacks: the view says which backend, and a re-run
+    refuses (their jobs may live) with that reason, not a scheduler's."""
+    from hpcbench.errors import SchedulerError
+    from hpcbench.submit import registry
+    from hpcbench.submit.status import scheduler_view
+    from hpcbench.submit.submission import submit_points
+
+    rd, pts = make_run(tmp_path)
+    for i, p in enumerate(pts):
+        rd.record("submitted", p.id, job_id=str(500 + i), backend="gone")
+    view = scheduler_view(rd)
+    assert not view.read and view.why == "backend 'gone', which submitted 4 of its jobs, is not installed here"
+    assert [s.state for s in collect(rd, view)] == ["UNKNOWN"] * 4
+    with pytest.raises(SchedulerError, match=r"the queue cannot be read \(backend 'gone', .*not installed here\), "
+                                             r"so it is not known whether the jobs of 4 point\(s\)") as e:
+        submit_points(parse("[matrix]\nranks_per_node = [1, 2, 3, 4]\n", "s.toml"), rd, sys.executable,
+                      registry.create("local"), print)
+    assert e.value.hint == "install the package that provides the 'gone' backend, or run this where it is"
+    assert not [e for e in rd.events() if e["event"] not in ("submitted",)]
+
+
+def test_a_backend_without_a_queue_says_how_its_job_ended_and_old_ledgers_read_as_before(tmp_path):
+    """Its word (Job.ran) is kept on the ledger's finished line, whatever the backend; a finished line without
+    it (a run made before) is read from the folder, as it always was."""
+    rd, pts = make_run(tmp_path)
+    words = [Job("j0", "bash").ran(124, "time limit of 5 s reached"), Job("j1", "bash").ran(3),
+             Job("j2", "bash").ran(0), None]
+    for p, job in zip(pts, words):
+        rd.record("submitted", p.id, job_id=f"j{pts.index(p)}", backend="bash")
+        rd.point(p).exitcode.write_text(f"{job.exit_code if job else 124}\n")
+        said = {"state": job.state, "reason": job.reason} if job else {}
+        rd.record("finished", p.id, job_id=f"j{pts.index(p)}", backend="bash", exit_code="x", **said)
+    assert [(w.state, w.exit_code) for w in words if w] == [("TIMEOUT", "124"), ("FAILED", "3"), ("COMPLETED", "0")]
+    got = [(s.state, s.reason) for s in collect(rd)]
+    assert got == [("TIMEOUT", "time limit of 5 s reached"), ("FAILED", "exit code 3"),
+                   ("FAILED", "the job exited 0 but wrote no result record"), ("FAILED", "exit code 124")]

@@ -86,3 +86,13 @@ def test_the_local_backend_refuses_a_gpu_point_this_machine_cannot_run(cli, tmp_
     else:  # refused before anything runs, with the reason and what to do, in one line
         assert proc.returncode == 2 and not (tmp_path / "run").exists()
         assert "torch sees no GPU here" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_point_past_its_time_limit_is_timeout(cli, tmp_path):
+    """The backend says so when it ends the ranks (the ledger keeps it): the exit code alone would say FAILED."""
+    sweep = write(tmp_path / "slow.toml", '[slurm]\ntime = "00:00:04"\n[workload]\nsteps = 1000000\n'
+                                         "[matrix]\nranks_per_node = [1]\n")
+    proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=120)
+    assert proc.returncode == 1 and ": TIMEOUT (exit 124) (" in proc.stdout, proc.stdout + proc.stderr
+    [row] = list(csv.DictReader((tmp_path / "run" / "summary.csv").open()))
+    assert (row["state"], row["reason"]) == ("TIMEOUT", "time limit reached (local backend)")

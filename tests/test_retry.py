@@ -7,6 +7,7 @@ fail_step = 0's rendezvous timeout.
 from __future__ import annotations
 
 import pytest
+from conftest import queue
 from report_helpers import point
 
 from hpcbench.files import atomic_write_json
@@ -106,6 +107,6 @@ def test_retries_stop_at_the_limit_and_every_attempt_is_kept(tmp_path):
     assert retry([st]) == 1 and retry([st]) == 1 and retry([st]) == 0
     assert said[:2] == [f"  {P.label}: NODE_FAIL (node failure: Slurm: NODE_FAIL); retry {n} of 2" for n in (1, 2)]
     assert said[2] == f"  {P.label}: NODE_FAIL (node failure); no retries left (2 of 2 used)"
-    [now] = collect(rd, {})
+    [now] = collect(rd, queue({}))
     assert now.attempt == 3
     assert "attempt 3; earlier: job 40 NODE_FAIL [retried: node failure]: Slurm: NODE_FAIL" in now.explained

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from conftest import queue
+
 from hpcbench.files import atomic_write_json
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
@@ -48,7 +50,7 @@ def test_every_point_gets_a_state_and_reason(tmp_path):
     rd.point(e).result.write_text(json.dumps({"schema": "hpcbench.result/99"}))
     # f: never submitted.
 
-    states = {s.point.id: s for s in collect(rd, {})}
+    states = {s.point.id: s for s in collect(rd, queue({}))}
     assert [states[p.id].state for p in pts] == ["FAILED", "TIMEOUT", "FAILED", "MISSING", "UNPARSABLE", "NOT_SUBMITTED"]
     assert states[a.id].reason == "rank 0 on host0: RuntimeError: CUDA out of memory (+1 more ranks failed)"
     assert "DUE TO TIME LIMIT" in states[b.id].reason
@@ -57,7 +59,7 @@ def test_every_point_gets_a_state_and_reason(tmp_path):
     assert "hpcbench.result/99" in states[e.id].reason and "not known to this hpcbench" in states[e.id].reason
 
     # A job still queued shows its live state; with the queue unreadable, the state is unknown, not missing.
-    assert {s.point.id: s.state for s in collect(rd, {"990014": "PENDING"})}[d.id] == "PENDING"
+    assert {s.point.id: s.state for s in collect(rd, queue({"990014": "PENDING"}))}[d.id] == "PENDING"
     assert {s.point.id: s.state for s in collect(rd, None)}[d.id] == "UNKNOWN"
 
     text, rows = sweep_summary(rd, "table")
@@ -75,13 +77,13 @@ def test_a_packed_point_is_final_once_its_step_wrote_its_exit_status(tmp_path):
     p = pts[0]
     rd.record("submitted", p.id, job_id="990020", backend="sbatch", pack="pack-1")
     atomic_write_json(rd.point(p).result, record(p, 100.0).to_dict())
-    [st] = [s for s in collect(rd, {"990020": "RUNNING"}) if s.point.id == p.id]
+    [st] = [s for s in collect(rd, queue({"990020": "RUNNING"})) if s.point.id == p.id]
     assert (st.state, st.ok, st.final) == ("RUNNING", True, False)
     rd.point(p).exitcode.write_text("0\n")
-    [st] = [s for s in collect(rd, {"990020": "RUNNING"}) if s.point.id == p.id]
+    [st] = [s for s in collect(rd, queue({"990020": "RUNNING"})) if s.point.id == p.id]
     assert (st.state, st.final) == ("COMPLETED", True)
     # Without a pack, the record alone makes the point final, as before.
     q = pts[1]
     rd.record("submitted", q.id, job_id="990021", backend="sbatch")
     atomic_write_json(rd.point(q).result, record(q, 100.0).to_dict())
-    assert [s.state for s in collect(rd, {"990021": "RUNNING"}) if s.point.id == q.id] == ["COMPLETED"]
+    assert [s.state for s in collect(rd, queue({"990021": "RUNNING"})) if s.point.id == q.id] == ["COMPLETED"]

@@ -204,3 +204,28 @@ def test_comm_time_carries_its_ci_and_says_when_it_is_within_noise(tmp_path):
 
     row = tidy_row(from_record(record(sig, 64.0, compute_time_s=0.4, compute_time_ci95_s=0.4), "run"))
     assert (row["compute_time_ms"], row["compute_time_ci95_ms"]) == (400.0, 400.0)
+
+
+def test_refresh_reads_each_run_once_as_load_finds_runs(cli, tmp_path):
+    """--refresh gets each run's states where load() reads the run (one walk, a run folder not descended into),
+    and the summary is made of the states it gave."""
+    from dataclasses import replace
+
+    from hpcbench.report.inputs import load
+    from hpcbench.states import collect
+
+    runs = [small_run(tmp_path / "runs", name) for name in ("a", "b")]
+    (runs[0].root / "points" / "copy").mkdir(parents=True)  # a plan.json inside a run is the run's own business
+    (runs[0].root / "points" / "copy" / "plan.json").write_text((runs[0].root / "plan.json").read_text())
+    asked = []
+
+    def states(rd):
+        asked.append(rd.root.name)
+        return [replace(s, state=RUNNING) for s in collect(rd)]
+
+    got = load([tmp_path / "runs"], states=states)
+    assert asked == ["a", "b"] and {s.state for s in got.samples} == {RUNNING}
+    proc = cli("summarize", str(tmp_path / "runs"), "--refresh", "--no-history", "--out", str(tmp_path / "rep"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = (tmp_path / "rep" / "records.csv").read_text().splitlines()
+    assert len(rows) == 7 and all(",COMPLETED," in r for r in rows[1:]), rows

@@ -41,10 +41,11 @@ class BashBackend(Backend):
             script = subprocess.Popen(["bash", str(paths.job_script)], stdout=out, stderr=err, env=env,
                                       cwd=paths.dir, start_new_session=True)
             try:
-                script.wait(timeout=limit)
+                return job.ran(script.wait(timeout=limit))  # the script wrote its exit status itself
             except subprocess.TimeoutExpired:
                 os.killpg(script.pid, signal.SIGKILL)
                 script.wait()
-                err.write(f"hpcbench bash backend: time limit of {limit:.0f} s reached, job script killed\n".encode())
+                why = f"time limit of {limit:.0f} s reached, job script killed"
+                err.write(f"hpcbench bash backend: {why}\n".encode())
                 atomic_write_text(paths.exitcode, f"{TIMED_OUT}\n")
-        return job
+        return job.ran(TIMED_OUT, why)  # the ledger keeps it: status and summarize say TIMEOUT

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hpcbench.cli.common import Args
+
+if TYPE_CHECKING:
+    from hpcbench.report.inputs import Inputs
 
 
 def cmd_summarize(args: Args) -> int:
@@ -19,9 +23,8 @@ def cmd_summarize(args: Args) -> int:
         if args.paths:
             raise ConfigError("give either PATH... or --compare OLD NEW, not both")
         return _compare(args)
-    if args.refresh:
-        _refresh(args.paths)
-    report = sm.make_report(args.paths, baseline=args.baseline, references=args.references, cluster=args.cluster)
+    report = sm.make_report(args.paths, baseline=args.baseline, references=args.references, cluster=args.cluster,
+                            inputs=_refreshed(args.paths, args.cluster) if args.refresh else None)
     out = Path(args.out) if args.out else report.default_out()
     files = sm.write(report, out, plots=not args.no_plots)
     text = sm.text(report, args.format)
@@ -41,18 +44,13 @@ def cmd_summarize(args: Args) -> int:
     return 1 if (report.regressions or report.check_errors or (args.strict and bad)) else 0
 
 
-def _refresh(paths: list[str]) -> None:
-    """--refresh: ask the schedulers about every run among ``paths``; their word is kept in each run's ledger,
-    which the summary then reads (a summary alone reads only the disk)."""
-    from hpcbench.rundir import RunDir
+def _refreshed(paths: list[str], cluster: str | None) -> Inputs:
+    """--refresh: the summary's inputs, each run's states with the schedulers' word on its jobs (kept in its
+    ledger too); a summary alone reads only the disk."""
+    from hpcbench.report.inputs import load
     from hpcbench.submit.status import refresh
 
-    for raw in paths:
-        path = Path(raw)
-        runs = [path] if (path / "plan.json").is_file() else sorted(f.parent for f in path.rglob("plan.json")) \
-            if path.is_dir() else []
-        for run in runs:
-            refresh(RunDir.open(run))
+    return load(list(paths), cluster, states=lambda rd: refresh(rd)[1])
 
 
 def _compare(args: Args) -> int:

@@ -85,8 +85,8 @@ def args_sweep(p: argparse.ArgumentParser, submit: bool = True) -> None:
                    help="cluster profile (clusters/NAME.toml or a path) in place of the sweep's own; "
                         "default: $HPCBENCH_CLUSTER")
     if submit:
-        _backend_arg(p, "how to run the points (the installed backends; a site's package can add one); "
-                        "auto = sbatch when it is on PATH, else local", auto=True)
+        _backend_arg(p, "how to run the points: one of the installed backends (a site's package can add one); "
+                        "auto = the first that can run here", auto=True)
         p.add_argument("--dry-run", action="store_true",
                        help="print the plan and write every job script, but submit nothing")
         args_submit(p)
@@ -95,10 +95,12 @@ def args_sweep(p: argparse.ArgumentParser, submit: bool = True) -> None:
 
 
 def _backend_arg(p: argparse.ArgumentParser, help_text: str, auto: bool) -> None:
-    """--backend, choosing among the registered backends (default: auto, or None for the run's own)."""
-    from hpcbench.submit.registry import AUTO, names
+    """--backend, a registered backend's name (default: auto, or None for the run's own). The names are not
+    listed as argparse choices: finding them reads every installed package's metadata, which would slow every
+    --help; registry.create rejects an unknown name with the list."""
+    from hpcbench.submit.registry import AUTO
 
-    p.add_argument("--backend", choices=names(), default=AUTO if auto else None, help=help_text)
+    p.add_argument("--backend", default=AUTO if auto else None, help=help_text)
 
 
 def args_plan(p: argparse.ArgumentParser) -> None:
@@ -121,7 +123,12 @@ def cmd_status(args: Args) -> int:
     from hpcbench.submit.status import refresh
 
     rd = RunDir.open(Path(args.run_dir))
-    states = wait(rd, args.poll, echo) if args.wait else refresh(rd)
+    if args.wait:
+        states = wait(rd, args.poll, echo)
+    else:
+        view, states = refresh(rd)
+        if not view.read:
+            print(f"hpcbench status: the queue cannot be read ({view.why})", file=sys.stderr)
     echo(status_table(states))
     # Without --wait the states are a report; with it, scripts want to know whether all went well.
     return 1 if args.wait and not all(s.ok for s in states) else 0

@@ -7,15 +7,19 @@ A foreign log gives the points it shows, with what had to be inferred said in ``
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench import records
 from hpcbench.errors import ConfigError, HpcbenchError, NoSuchFile, SchemaError
 from hpcbench.figures.samples import Sample, from_record
 from hpcbench.report.foreign import log_samples
 from hpcbench.rundir import PointPaths, RunDir
+
+if TYPE_CHECKING:
+    from hpcbench.states import PointState
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 
@@ -31,17 +35,21 @@ class Inputs:
         return any(not s.final for s in self.samples)
 
 
-def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
-    """Every path is a run directory, a log file, or a folder of runs and log files."""
+#: a run's point states, read for summarize: from the disk (states.collect), or `summarize --refresh`'s, which
+#: asks the schedulers first and keeps their word in the ledger (report/ itself never asks them)
+StatesOf = Callable[[RunDir], "list[PointState]"]
+
+
+def load(paths: list[str | Path], cluster: str | None = None, states: StatesOf | None = None) -> Inputs:
+    """Every path is a run directory, a log file, or a folder of runs and log files; ``states`` reads each run's
+    point states (default: from the disk)."""
     out = Inputs()
     if not paths:
         raise ConfigError("summarize: no PATH given", hint="give a run directory or log files")
     for raw in paths:
         path = Path(raw)
         if (path / "plan.json").is_file():
-            rd = RunDir.open(path)
-            out.run_dirs.append(rd)
-            out.samples += run_samples(rd)
+            _add_run(out, path, states)
         elif path.is_dir():
             # A folder of runs (runs/) and loose logs alike: each run is read as a run, and the files
             # inside it (job logs, sweep_path.txt, cluster.txt) only through it, never as foreign logs.
@@ -50,9 +58,7 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
                 raise ConfigError(f"{path}: not an hpcbench run directory (no plan.json), nor a folder of runs or "
                                   f"logs ({', '.join(LOG_SUFFIXES)})", hint="give a run directory or log files")
             for r in runs:
-                rd = RunDir.open(r)
-                out.run_dirs.append(rd)
-                out.samples += run_samples(rd)
+                _add_run(out, r, states)
             for f in files:
                 out.samples += log_samples(f, out.notes)
         elif path.is_file() and path.suffix == ".toml":
@@ -65,6 +71,12 @@ def load(paths: list[str | Path], cluster: str | None = None) -> Inputs:
         for s in out.samples:
             s.cluster = cluster
     return out
+
+
+def _add_run(out: Inputs, path: Path, states: StatesOf | None) -> None:
+    rd = RunDir.open(path)
+    out.run_dirs.append(rd)
+    out.samples += run_samples(rd, None if states is None else states(rd))
 
 
 def _not_a_log(path: Path) -> ConfigError:
@@ -115,17 +127,17 @@ def _cluster(prov: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def run_samples(rd: RunDir) -> list[Any]:
+def run_samples(rd: RunDir, states: list[PointState] | None = None) -> list[Any]:
     """One Sample per planned point of a run, whatever its state; its parameters are the plan's.
 
-    The states are what the disk says (records, exit statuses, the ledger): a summary never asks the scheduler.
-    `hpcbench status`, `--wait` and `summarize --refresh` ask it and keep its word in the ledger.
+    The states are what the disk says (records, exit statuses, the ledger) unless given: a summary never asks
+    the scheduler. `hpcbench status`, `--wait` and `summarize --refresh` ask it and keep its word in the ledger.
     """
     from hpcbench.states import collect
 
     samples = []
     root = str(rd.root)
-    for st in collect(rd):
+    for st in collect(rd) if states is None else states:
         p, paths = st.point, rd.point(st.point)
         names = paths.listing()
         prov = _provenance(paths, names)

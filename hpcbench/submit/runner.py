@@ -98,9 +98,9 @@ def wait(rd: RunDir, poll_s: float, echo: Callable[[str], None], timeout_s: floa
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     bar = Progress(stream or sys.stdout)
     while True:
-        states = refresh(rd)
+        states = refresh(rd)[1]
         if retry is not None and retry(states):
-            states = refresh(rd)
+            states = refresh(rd)[1]
         bar.show(f"  {len(states)} points: {count_line(states)}")
         if all(s.final for s in states):
             bar.done()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hpcbench import proc
 from hpcbench.errors import SchedulerError
+from hpcbench.submit.registry import use
 from hpcbench.vocab import SLURM_ACTIVE
 
 _SEP = "|"
@@ -43,7 +44,8 @@ def available() -> bool:
 def _run(argv: list[str], timeout: float = 60) -> str:
     ran = proc.run(argv, timeout)
     if ran.missing:
-        raise SchedulerError(ran.why(), hint="run on a Slurm login node, or use --backend local")
+        raise SchedulerError(ran.why(), hint=", or ".join(filter(None, (
+            "run on a Slurm login node", use(lambda b: not b.queued and b.auto_rank is not None, "use")))))
     if ran.problem:
         raise SchedulerError(ran.why(), hint="check that slurmctld is up: scontrol ping")
     if not ran.ok:

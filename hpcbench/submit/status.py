@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TextIO
 
-from hpcbench.jobs import Job, SchedulerView
+from hpcbench.errors import HpcbenchError
+from hpcbench.jobs import Job, SchedulerView, backend_name
 from hpcbench.rundir import RunDir
 from hpcbench.states import PointState, collect, ended_jobs, record_ended
 from hpcbench.submit import registry
@@ -22,7 +23,7 @@ def current_jobs(rd: RunDir) -> dict[str, list[Job]]:
     out: dict[str, list[Job]] = defaultdict(list)
     for pid, sub in rd.submissions().items():
         if sub.get("job_id") and pid in points:
-            name = str(sub.get("backend") or "")
+            name = backend_name(sub.get("backend"))
             out[name].append(Job(str(sub["job_id"]), name, rd.point(points[pid])))
     return out
 
@@ -33,26 +34,34 @@ def scheduler_view(rd: RunDir, ended: bool = True) -> SchedulerView:
     of backends without a queue, are not asked about."""
     over = ended_jobs(rd)
     jobs: dict[str, Job] = {}
-    read = True
+    why: list[str] = []
+    hint = None
     for name, mine in current_jobs(rd).items():
         live = [j for j in mine if j.id not in over]
         backend = registry.known(name)
-        if not live or (backend is not None and not backend.queued):
+        if not live:
             continue
-        said = backend.status(live, ended=ended) if backend is not None else None
-        if said is None:  # the scheduler could not be asked, or the backend is not installed here
-            read = False
-        else:
-            jobs.update(said)
-    return SchedulerView(jobs, read)
+        if backend is None:
+            why.append(f"backend {name!r}, which submitted {len(live)} of its jobs, is not installed here")
+            hint = f"install the package that provides the {name!r} backend, or run this where it is"
+            continue
+        if not backend.queued:
+            continue
+        try:
+            jobs.update(backend.status(live, ended=ended))
+        except HpcbenchError as e:  # the scheduler could not be asked: an absent job may still live
+            why.append(str(e))
+            hint = hint or e.hint
+    return SchedulerView(jobs, "; ".join(why), hint)
 
 
-def refresh(rd: RunDir) -> list[PointState]:
-    """Every point's state with the schedulers' word on it; their word on each ended job kept in the ledger."""
+def refresh(rd: RunDir) -> tuple[SchedulerView, list[PointState]]:
+    """Every point's state with the schedulers' word on it, and that word; their word on each ended job kept in
+    the ledger."""
     view = scheduler_view(rd)
     states = collect(rd, view)
     record_ended(rd, view, states)
-    return states
+    return view, states
 
 
 class Progress:

@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcbench.errors import ConfigError, SchedulerError
-from hpcbench.jobs import Job
+from hpcbench.jobs import Job, backend_name, id_order
 from hpcbench.plan.expand import Point, current_jobs
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
-from hpcbench.states import PointState, collect, record_ended
+from hpcbench.states import PointState
 from hpcbench.submit import registry
 from hpcbench.submit.backends.base import Backend
 from hpcbench.submit.pack import Packed, submit_pack
-from hpcbench.submit.status import scheduler_view
+from hpcbench.submit.status import refresh, scheduler_view
 from hpcbench.vocab import KEEP_ON_RERUN, UNKNOWN
 
 # Test hook: seconds to sleep after sbatch answers and before the ledger records the job id, the
@@ -68,7 +68,8 @@ def reconcile(rd: RunDir, echo: Echo) -> tuple[int, int]:
         return 0, 0
     known = rd.recorded_job_ids()
     found: dict[str, list[str]] = {}  # comment key (point id or pack name) -> job ids
-    backends = {b for e in intents.values() if (b := registry.known(str(e.get("backend")))) is not None and b.queued}
+    named = {backend_name(e.get("backend")) for e in intents.values()}
+    backends = [b for n in sorted(named) if (b := registry.known(n)) is not None and b.queued]
     for backend in backends:  # one queue listing per backend (one squeue call), whatever the number of intents
         for job_id, comment in backend.queue_comments().items():
             key = rd.comment_point(comment)
@@ -78,9 +79,9 @@ def reconcile(rd: RunDir, echo: Echo) -> tuple[int, int]:
     recovered = lost = 0
     for pid, e in intents.items():
         key = e.get("pack") or pid
-        ids = sorted(found.get(key, []), key=lambda j: (len(j), j))
+        ids = sorted(found.get(key, []), key=id_order)
         if not ids and pid in points:  # the job may have run and left the queue: its output file names it
-            ids = sorted(rd.point(points[pid]).logged_job_ids() - known, key=lambda j: (len(j), j))
+            ids = sorted(rd.point(points[pid]).logged_job_ids() - known, key=id_order)
         if ids:
             rd.record("submitted", pid, job_id=ids[-1], backend=e.get("backend"), pack=e.get("pack"),
                       recovered=True)
@@ -107,8 +108,7 @@ class Throttle:
     def _count(self) -> int:
         view = scheduler_view(self.rd, ended=False)
         if not view.read:
-            raise SchedulerError(f"{self.rd.root}: the queue cannot be read, so max_jobs_in_queue cannot be kept",
-                                 hint="check the controller (scontrol ping) and run the same command again")
+            raise view.unreadable(f"max_jobs_in_queue cannot be kept for {self.rd.root}")
         return sum(1 for job in view.jobs.values() if job.active)
 
     def before_submit(self) -> None:
@@ -137,23 +137,25 @@ def _submit_one(rd: RunDir, spec: SweepSpec, p: Point, python: str, backend: Bac
     rd.record("submitting", p.id, backend=backend.name)
     started = time.monotonic()
     try:
-        job_id = (_started(backend, spec, p, paths, python, tag) if not backend.queued else
-                  backend.submit(spec, p, paths, python)).id
+        job = (_started(backend, spec, p, paths, python, tag) if not backend.queued else
+               backend.submit(spec, p, paths, python))
     except SchedulerError as e:
         rd.record("submit_failed", p.id, backend=backend.name, reason=str(e))
         echo(f"  {p.label}: NOT submitted: {e}")
         return None
     if delay:
         time.sleep(delay)
-    rd.record("submitted", p.id, job_id=job_id, backend=backend.name)
+    rd.record("submitted", p.id, job_id=job.id, backend=backend.name)
     if backend.queued:
-        echo(f"  {p.label}: job {job_id}")
-    else:
+        echo(f"  {p.label}: job {job.id}")
+    else:  # the point is over: the backend's word on its end (Job.ran) is kept, as `status` keeps a scheduler's
         code = paths.exitcode.read_text().strip() if paths.exitcode.exists() else "?"
-        rd.record("finished", p.id, job_id=job_id, backend=backend.name, exit_code=code)
+        said = {"state": job.state, "reason": job.reason} if job.state else {}
+        rd.record("finished", p.id, job_id=job.id, backend=backend.name, exit_code=code, **said)
         took = f"{time.monotonic() - started:.0f} s"
-        echo(f"  {tag} {p.label}: {'done' if code == '0' else 'FAILED (exit ' + code + ')'} ({took})")
-    return job_id
+        ended = "done" if code == "0" else f"{job.state or 'FAILED'} (exit {code})"
+        echo(f"  {tag} {p.label}: {ended} ({took})")
+    return job.id
 
 
 def _started(backend: Backend, spec: SweepSpec, p: Point, paths: Any, python: str, tag: str) -> Job:
@@ -207,20 +209,14 @@ def submit_points(spec: SweepSpec, rd: RunDir, python: str, backend: Backend, ec
 def _choose(rd: RunDir, backend: Backend, report: SubmitReport, echo: Echo,
             select: Callable[[PointState], bool] | None, force: bool) -> list[PointState]:
     """The points to submit now; with ``force``, every point, its live job cancelled first."""
-    view = scheduler_view(rd)
-    states = collect(rd, view)
-    record_ended(rd, view, states)
+    view, states = refresh(rd)
     blind = [s for s in states if s.state == UNKNOWN and s.job_id]
     if blind and not view.read:  # their jobs may live: a second one would double
-        raise SchedulerError(f"{rd.root}: the queue cannot be read (squeue failed), so it is not known whether the "
-                             f"jobs of {len(blind)} point(s) still live; nothing was submitted",
-                             hint="check the controller (scontrol ping) and run the same command again once it answers")
+        raise view.unreadable(f"it is not known whether the jobs of {len(blind)} point(s) of {rd.root} still live; "
+                              "nothing was submitted")
     if force:
         todo = list(states)
-        live = cancel_live(rd, states)
-        for s in states:
-            if s.job_id in live:
-                rd.record("cancelled", s.point.id, job_id=s.job_id, reason="--force")
+        cancel_live(rd, states, "--force")
     else:
         keep = select or (lambda s: s.state not in KEEP_ON_RERUN)
         todo = [s for s in states if keep(s)]
@@ -273,25 +269,22 @@ def states_of(names: Iterable[str]) -> Callable[[PointState], bool]:
 
 def cancel_run(rd: RunDir, echo: Echo) -> int:
     """Cancel every live job of the run, one call per backend; record it on each point. Returns jobs cancelled."""
-    states = collect(rd, scheduler_view(rd))
-    live = cancel_live(rd, states)
+    live = cancel_live(rd, refresh(rd)[1], "hpcbench cancel")
     if not live:
         echo(f"{rd.root}: no queued or running job to cancel")
         return 0
-    for s in states:
-        if s.job_id in live:
-            rd.record("cancelled", s.point.id, job_id=s.job_id, reason="hpcbench cancel")
     echo(f"cancelled {len(live)} job(s): {' '.join(live)}")
     return len(live)
 
 
-def cancel_live(rd: RunDir, states: list[PointState]) -> list[str]:
+def cancel_live(rd: RunDir, states: list[PointState], reason: str) -> list[str]:
     """Cancel the queued or running jobs among ``states``, each through the backend that submitted it (one
-    call per backend); their ids."""
+    call per backend), and record each on its point with ``reason``; their ids."""
     mine: dict[str, list[Job]] = {}
     for s in states:
         if s.queued and s.job_id:
-            mine.setdefault(str(s.backend), []).append(Job(s.job_id, str(s.backend), rd.point(s.point)))
+            name = backend_name(s.backend)
+            mine.setdefault(name, []).append(Job(s.job_id, name, rd.point(s.point)))
     done: set[str] = set()
     for name, jobs in mine.items():
         backend = registry.known(name)
@@ -300,7 +293,10 @@ def cancel_live(rd: RunDir, states: list[PointState]) -> list[str]:
                                  f"{name!r}, which is not installed here", hint="install it, then cancel again")
         backend.cancel(jobs)
         done |= {j.id for j in jobs}
-    return sorted(done, key=lambda j: (len(j), j))
+    for s in states:
+        if s.job_id in done:
+            rd.record("cancelled", s.point.id, job_id=s.job_id, reason=reason)
+    return sorted(done, key=id_order)
 
 
 def check_same_plan(rd: RunDir, points: list[Point], path: str) -> None:

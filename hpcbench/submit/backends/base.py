@@ -10,11 +10,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hpcbench.errors import ConfigError, HpcbenchError
-from hpcbench.jobs import Job
+from hpcbench.errors import ConfigError
+from hpcbench.jobs import Job, id_order
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
+from hpcbench.submit.registry import use
 
 
 class Backend(ABC):
@@ -46,7 +47,7 @@ class Backend(ABC):
         """Raise ConfigError before anything is submitted if this backend cannot run the sweep."""
         if spec.slurm.pack and self.queued and not self.packs:
             raise ConfigError(f"slurm.pack = true needs a backend that packs points, not {self.name!r}",
-                              hint="run with --backend sbatch, or set pack = false")
+                              hint=_packing_hint())
 
     def job(self, job_id: str, paths: PointPaths | None = None) -> Job:
         return Job(job_id, self.name, paths)
@@ -58,13 +59,14 @@ class Backend(ABC):
     def submit_script(self, script: Path) -> Job:
         """Queue a rendered batch script of hpcbench's own (a pack of points) and return its job."""
         raise ConfigError(f"the {self.name} backend cannot queue a pack of points (slurm.pack = true)",
-                          hint="run with --backend sbatch, or set pack = false")
+                          hint=_packing_hint())
 
-    def status(self, jobs: Sequence[Job], ended: bool = True) -> dict[str, Job] | None:
+    def status(self, jobs: Sequence[Job], ended: bool = True) -> dict[str, Job]:
         """The scheduler's word on these jobs, in one call for all of them: job id -> Job with its state.
 
         A job it no longer knows is absent. ``ended`` False: only live jobs matter (a cheaper call may do).
-        None: the scheduler could not be asked. A backend without a queue knows its jobs are over.
+        Raises SchedulerError, saying why, where the scheduler cannot be asked. A backend without a queue knows
+        its jobs are over.
         """
         return {}
 
@@ -79,6 +81,10 @@ class Backend(ABC):
         return {}
 
 
+def _packing_hint() -> str:
+    return ", or ".join(filter(None, (use(lambda b: b.packs), "set pack = false")))
+
+
 class SlurmQueue(Backend):
     """What every backend that queues through Slurm shares: status from one squeue call (plus one sacct call
     for the jobs squeue has forgotten), scancel, the comments squeue shows."""
@@ -88,16 +94,13 @@ class SlurmQueue(Backend):
 
         return slurm.available()
 
-    def status(self, jobs: Sequence[Job], ended: bool = True) -> dict[str, Job] | None:
+    def status(self, jobs: Sequence[Job], ended: bool = True) -> dict[str, Job]:
         from hpcbench.submit import slurm
 
-        ids = sorted({j.id for j in jobs}, key=lambda j: (len(j), j))
+        ids = sorted({j.id for j in jobs}, key=id_order)
         if not ids:
             return {}
-        try:
-            seen = slurm.snapshot()
-        except HpcbenchError:
-            return None
+        seen = slurm.snapshot()
         infos = {j: seen[j] for j in ids if j in seen}
         gone = [j for j in ids if j not in infos]
         acct = slurm.accounting(gone) if gone and ended else None
@@ -109,7 +112,7 @@ class SlurmQueue(Backend):
     def cancel(self, jobs: Sequence[Job]) -> None:
         from hpcbench.submit import slurm
 
-        slurm.cancel(sorted({j.id for j in jobs}, key=lambda j: (len(j), j)))
+        slurm.cancel(sorted({j.id for j in jobs}, key=id_order))
 
     def queue_comments(self) -> dict[str, str]:
         from hpcbench.submit import slurm

@@ -24,6 +24,7 @@ from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import PointPaths
 from hpcbench.submit.backends.base import Backend
 from hpcbench.submit.launch import LaunchPlan, plan_launch
+from hpcbench.submit.registry import use
 
 # Variables that would make a rank believe it belongs to some other job or launcher.
 _FOREIGN_PREFIXES = ("SLURM_", "SLURMD_", "OMPI_", "PMI_", "PMIX_", "MASTER_", "RANK", "LOCAL_RANK", "WORLD_SIZE")
@@ -100,8 +101,9 @@ class LocalBackend(Backend):
             if caps is not None and caps.cuda_devices < 1:
                 raise ConfigError(f"{spec.path}: workload.device = \"cuda\", but the local backend runs every rank "
                                   "on this machine and torch sees no GPU here",
-                                  hint='use device = "cpu" (ranks_per_node instead of gpus_per_node), or submit to '
-                                       "Slurm with --backend sbatch")
+                                  hint=", or ".join(filter(None, (
+                                      'use device = "cpu" (ranks_per_node instead of gpus_per_node)',
+                                      use(lambda b: b.queued and b.auto_rank is not None, "submit with")))))
 
     def submit(self, spec: SweepSpec, point: Point, paths: PointPaths, python: str) -> Job:
         self._count += 1
@@ -110,14 +112,15 @@ class LocalBackend(Backend):
         with open(paths.stdout(job_id), "ab") as out, open(paths.stderr(job_id), "ab") as err:
             procs = [subprocess.Popen(s.argv, env=s.env, stdout=out, stderr=err, cwd=plan.workdir)
                      for s in local_starts(plan, job_id, Here.now())]
-            rc = _wait_all(procs, plan.time_limit_s, err, self.on_tick)
+            rc, timed_out = _wait_all(procs, plan.time_limit_s, err, self.on_tick)
         atomic_write_text(paths.exitcode, f"{rc}\n")
-        return self.job(job_id, paths)
+        return self.job(job_id, paths).ran(rc, "time limit reached (local backend)" if timed_out else "")
 
 
 def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: BinaryIO,
-              on_tick: Callable[[float], None] | None = None) -> int:
-    """Wait for every rank. Like a job step: first failure wins; the time limit kills everything."""
+              on_tick: Callable[[float], None] | None = None) -> tuple[int, bool]:
+    """Wait for every rank. Like a job step: first failure wins; the time limit kills everything.
+    (exit code, whether the time limit was reached)."""
     start = time.monotonic()
     deadline, ticked = start + limit_s, 0
     failed_at = None
@@ -136,9 +139,9 @@ def _wait_all(procs: list[subprocess.Popen[bytes]], limit_s: float, err: BinaryI
                     p.kill()
             if now > deadline:
                 err.write(b"hpcbench local: time limit reached, ranks killed\n")
-                return 124
+                return 124, True
             break
         time.sleep(0.05)
     for p in procs:
         p.wait()
-    return rc or next((p.returncode for p in procs if p.returncode != 0), 0)
+    return rc or next((p.returncode for p in procs if p.returncode != 0), 0), False
