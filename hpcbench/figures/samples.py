@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcbench.plan.fields import BY_NAME, NAMES, PARAMS
-from hpcbench.records import AllreduceRow, NodeLoad, ResultRecord
+from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import COMPLETED, UNSUPPORTED
 
@@ -67,29 +67,6 @@ class _Measured:
 
     if TYPE_CHECKING:  # Sample adds one field per declared parameter (below), each as a source gives it
         def __getattr__(self, name: str) -> Any: ...
-
-    # Per rank (index = rank) and per node, read from the record (explain's rules read the record itself).
-    @property
-    def rank_step_s(self) -> list[float | None]:
-        return list(self.record.rank_step_s) if self.record else []
-
-    @property
-    def rank_compute_s(self) -> list[float | None]:
-        return list(self.record.rank_compute_s) if self.record else []
-
-    @property
-    def rank_input_s(self) -> list[float | None]:
-        return list(self.record.rank_input_s) if self.record else []
-
-    @property
-    def rank_nodes(self) -> list[str]:
-        """The Slurm node (else host) of each rank."""
-        return [r.slurm_node or r.hostname for r in sorted(self.record.ranks, key=lambda r: r.rank)] if self.record \
-            else []
-
-    @property
-    def node_load(self) -> list[NodeLoad]:
-        return list(self.record.node_load) if self.record else []
 
     @property
     def layout(self) -> str:
