@@ -77,7 +77,7 @@ def subject(a: Agg) -> Subject:
     s = a.first_measured
     p = a.first  # the parameters are the same in every repeat
     return Subject(
-        label=str(p.label), point_id=p.point_id, source=str(p.source), state=a.state, reason=a.reason, ok=a.ok,
+        label=p.label, point_id=p.point_id, source=p.source, state=a.state, reason=a.reason, ok=a.ok,
         measures=a.measures, kind=p.kind, framework=p.framework, backend=p.backend, model=p.model,
         collective=p.collective, device=p.device, batch_size=p.batch_size, nodes=p.nodes,
         ranks_per_node=p.ranks_per_node, world_size=p.world_size, hosts=a.hosts, repeats=len(a.samples),
