@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hpcbench.figures.aggregate import Agg
+from hpcbench.figures.aggregate import Agg, comm_within_noise, one_host_posing
 from hpcbench.records import AllreduceRow, ResultRecord
 
 if TYPE_CHECKING:  # the parser loads when a log is read
@@ -62,14 +62,11 @@ class Subject:
 
     @property
     def one_host_posing(self) -> bool:
-        """Asked for several nodes, ran on one host (several slurmd on one machine, or the local backend)."""
-        return bool(self.hosts) and self.nodes is not None and len(self.hosts) < self.nodes
+        return one_host_posing(self.hosts, self.nodes)
 
     @property
     def comm_within_noise(self) -> bool:
-        """The communication time's interval reaches 0: the split says nothing for this point."""
-        return self.comm_time_s is not None and self.comm_time_ci95_s is not None and \
-            self.comm_time_s - self.comm_time_ci95_s <= 0 < self.comm_time_ci95_s
+        return comm_within_noise(self.comm_time_s, self.comm_time_ci95_s)
 
 
 def subject(a: Agg) -> Subject:

@@ -101,9 +101,7 @@ class Agg(PointView):
 
     @property
     def comm_within_noise(self) -> bool:
-        """The communication time's interval reaches 0: the split says nothing for this point."""
-        return self.comm_time_s is not None and self.comm_time_ci95_s is not None and \
-            self.comm_time_s - self.comm_time_ci95_s <= 0 < self.comm_time_ci95_s
+        return comm_within_noise(self.comm_time_s, self.comm_time_ci95_s)
 
     @property
     def name(self) -> str:
@@ -112,8 +110,18 @@ class Agg(PointView):
 
     @property
     def one_host_posing(self) -> bool:
-        """Asked for several nodes, ran on one host (several slurmd on one machine, or the local backend)."""
-        return bool(self.hosts) and self.nodes is not None and len(self.hosts) < self.nodes
+        return one_host_posing(self.hosts, self.nodes)
+
+
+# What a point's figures say, for the report's Agg and explain's Subject alike.
+def comm_within_noise(comm: float | None, comm_ci95: float | None) -> bool:
+    """The communication time's interval reaches 0: the split says nothing for this point."""
+    return comm is not None and comm_ci95 is not None and comm - comm_ci95 <= 0 < comm_ci95
+
+
+def one_host_posing(hosts: tuple[str, ...], nodes: int | None) -> bool:
+    """Asked for several nodes, ran on fewer hosts (several slurmd on one machine, or the local backend)."""
+    return bool(hosts) and nodes is not None and len(hosts) < nodes
 
 
 def mean(values: list[float]) -> float | None:
