@@ -146,7 +146,8 @@ def figures_source() -> str:
     lines += ["", "", "class PointView:", '    """A point\'s parameters and origin: its first repeat\'s."""', "",
               "    samples: list[Sample]"]
     for name in (*(p.name for p in PARAMS), *VIEW_EXTRA):
-        lines += ["", "    @property", f"    def {name}(self) -> {types[name]}:", f"        return self.samples[0].{name}"]
+        lines += ["", "    @property", f"    def {name}(self) -> {types[name]}:",
+                  f"        return self.samples[0].{name}"]
     return "\n".join(lines) + "\n"
 
 
