@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hpcbench.figures.aggregate import Agg
+from hpcbench.figures.aggregate import Agg, comm_within_noise, one_host_posing
 from hpcbench.records import AllreduceRow, ResultRecord
 
 if TYPE_CHECKING:  # the parser loads when a log is read
@@ -62,14 +62,11 @@ class Subject:
 
     @property
     def one_host_posing(self) -> bool:
-        """Asked for several nodes, ran on one host (several slurmd on one machine, or the local backend)."""
-        return bool(self.hosts) and self.nodes is not None and len(self.hosts) < self.nodes
+        return one_host_posing(self.hosts, self.nodes)
 
     @property
     def comm_within_noise(self) -> bool:
-        """The communication time's interval reaches 0: the split says nothing for this point."""
-        return self.comm_time_s is not None and self.comm_time_ci95_s is not None and \
-            self.comm_time_s - self.comm_time_ci95_s <= 0 < self.comm_time_ci95_s
+        return comm_within_noise(self.comm_time_s, self.comm_time_ci95_s)
 
 
 def subject(a: Agg) -> Subject:
@@ -77,7 +74,7 @@ def subject(a: Agg) -> Subject:
     s = a.first_measured
     p = a.first  # the parameters are the same in every repeat
     return Subject(
-        label=str(p.label), point_id=p.point_id, source=str(p.source), state=a.state, reason=a.reason, ok=a.ok,
+        label=p.label, point_id=p.point_id, source=p.source, state=a.state, reason=a.reason, ok=a.ok,
         measures=a.measures, kind=p.kind, framework=p.framework, backend=p.backend, model=p.model,
         collective=p.collective, device=p.device, batch_size=p.batch_size, nodes=p.nodes,
         ranks_per_node=p.ranks_per_node, world_size=p.world_size, hosts=a.hosts, repeats=len(a.samples),

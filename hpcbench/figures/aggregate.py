@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hpcbench.figures._generated import PointView
 from hpcbench.figures.samples import ENV_COLUMN, OTHERS, Sample, axis_values
 from hpcbench.plan.fields import BY_NAME, MEASURED, NAMES
 from hpcbench.stats import mean_ci95
@@ -32,8 +34,8 @@ CI_BASES = {"runs": "over the repeats (run-to-run variation included)",
 
 
 @dataclass(eq=False)  # a point is itself: compared field by field, `in` over 1,000 points took seconds
-class Agg:
-    """One point, all its repeats. Point fields are read from ``first``."""
+class Agg(PointView):
+    """One point, all its repeats. Its parameters and origin are its first repeat's (PointView)."""
 
     samples: list[Sample]
     n_ok: int
@@ -60,9 +62,6 @@ class Agg:
     base_world_size: int | None = None
     notes: list[str] = field(default_factory=list)
     apart: str = ""  # the values that tell it from the other points beyond its name: "steps=10, NCCL_ALGO=Ring"
-
-    if TYPE_CHECKING:  # the point's fields (POINT_FIELDS), properties set below: as untyped as a Sample's
-        def __getattr__(self, name: str) -> Any: ...
 
     @property
     def first(self) -> Sample:
@@ -102,9 +101,7 @@ class Agg:
 
     @property
     def comm_within_noise(self) -> bool:
-        """The communication time's interval reaches 0: the split says nothing for this point."""
-        return self.comm_time_s is not None and self.comm_time_ci95_s is not None and \
-            self.comm_time_s - self.comm_time_ci95_s <= 0 < self.comm_time_ci95_s
+        return comm_within_noise(self.comm_time_s, self.comm_time_ci95_s)
 
     @property
     def name(self) -> str:
@@ -113,21 +110,18 @@ class Agg:
 
     @property
     def one_host_posing(self) -> bool:
-        """Asked for several nodes, ran on one host (several slurmd on one machine, or the local backend)."""
-        return bool(self.hosts) and self.nodes is not None and len(self.hosts) < self.nodes
+        return one_host_posing(self.hosts, self.nodes)
 
 
-# Point fields (the declared parameters, where it came from) are the same in every repeat: read them from the first.
-POINT_FIELDS = (*NAMES, "source", "label", "point_id", "world_size", "cluster", "comm_method", "layout",
-                "precision", "env", "slurm")
+# What a point's figures say, for the report's Agg and explain's Subject alike.
+def comm_within_noise(comm: float | None, comm_ci95: float | None) -> bool:
+    """The communication time's interval reaches 0: the split says nothing for this point."""
+    return comm is not None and comm_ci95 is not None and comm - comm_ci95 <= 0 < comm_ci95
 
 
-def _from_first(name: str) -> property:
-    return property(lambda self: getattr(self.samples[0], name))
-
-
-for _name in POINT_FIELDS:
-    setattr(Agg, _name, _from_first(_name))
+def one_host_posing(hosts: tuple[str, ...], nodes: int | None) -> bool:
+    """Asked for several nodes, ran on fewer hosts (several slurmd on one machine, or the local backend)."""
+    return bool(hosts) and nodes is not None and len(hosts) < nodes
 
 
 def mean(values: list[float]) -> float | None:
@@ -143,21 +137,24 @@ def point_key(s: Sample) -> tuple[Any, ...]:
     return key if s.point_id is not None else (*key, s.source, s.label)
 
 
-def _interval(values: list[float], own: list[float | None],
-              steps: list[int | None]) -> tuple[float | None, float | None, str | None, float | None]:
-    """(mean, 95% half-width, basis, degrees of freedom) of per-run means ``values`` whose own step CIs
-    (over ``steps`` timed steps each) are ``own``."""
+Run = tuple[float, float | None, int | None]  # one run's mean, its own 95% half-width, its timed steps
+
+
+def _interval(runs: list[Run]) -> tuple[float | None, float | None, str | None, float | None]:
+    """(mean, 95% half-width, basis, degrees of freedom) of per-run means, each with its own CI over its steps."""
+    values = [v for v, _, _ in runs]
     if not values:
         return None, None, None, None
     if len(values) >= MIN_REPEATS_FOR_RUN_CI:
         m, h = mean_ci95(values)
         return m, h, "runs", len(values) - 1
     m = math.fsum(values) / len(values)
-    if any(h is None for h in own):
+    own = [h for _, h, _ in runs if h is not None]
+    if len(own) < len(runs):
         return m, None, None, None
     # the mean of independent run means: the half-widths add in quadrature
-    df = sum((n or 2) - 1 for n in steps)
-    return m, math.sqrt(math.fsum(h * h for h in own)) / len(values), "steps", df  # type: ignore[operator]
+    df = sum((n or 2) - 1 for _, _, n in runs)
+    return m, math.sqrt(math.fsum(h * h for h in own)) / len(values), "steps", df
 
 
 def throughput_interval(thr: float | None, step: float | None, h: float | None) -> tuple[float | None, float | None]:
@@ -185,17 +182,14 @@ def _state(samples: list[Sample]) -> str:
 def _one(group: list[Sample]) -> Agg:
     group.sort(key=lambda s: s.repeat)
     ok = [s for s in group if s.ok]
-    timed = [s for s in ok if s.step_time_s is not None]
-    step, step_h, basis, df = _interval([s.step_time_s for s in timed], [s.step_time_ci95_s for s in timed],
-                                        [s.n_steps for s in timed])
+    step, step_h, basis, df = _interval([(s.step_time_s, s.step_time_ci95_s, s.n_steps) for s in ok
+                                         if s.step_time_s is not None])
     thr = mean([s.throughput for s in ok if s.throughput is not None])
     lo, hi = throughput_interval(thr, step, step_h)
-    foreign = [s for s in ok if s.point_id is None and s.throughput_ci95 is not None]
-    if lo is None and len(ok) == 1 and foreign:  # a Horovod log's own spread, in throughput
-        lo, hi, basis = max(thr - foreign[0].throughput_ci95, 0.0), thr + foreign[0].throughput_ci95, "horovod"
-    split = [s for s in ok if s.comm_time_s is not None]
-    comm, comm_h, _, _ = _interval([s.comm_time_s for s in split], [_diff_ci(s) for s in split],
-                                   [s.n_steps for s in split])
+    foreign = [s.throughput_ci95 for s in ok if s.point_id is None and s.throughput_ci95 is not None]
+    if lo is None and thr is not None and len(ok) == 1 and foreign:  # a Horovod log's own spread, in throughput
+        lo, hi, basis = max(thr - foreign[0], 0.0), thr + foreign[0], "horovod"
+    comm, comm_h, _, _ = _interval([(s.comm_time_s, _diff_ci(s), s.n_steps) for s in ok if s.comm_time_s is not None])
     mins = [s.gpu_util_min for s in ok if s.gpu_util_min is not None]
     return Agg(samples=group, n_ok=len(ok), step_time_s=step, step_time_ci95_s=step_h, throughput=thr,
                throughput_lo=lo, throughput_hi=hi, ci_basis=basis if step_h is not None or lo is not None else None,
@@ -218,7 +212,7 @@ def aggregate(samples: list[Sample]) -> list[Agg]:
     return aggs
 
 
-def varying(points: list[Any]) -> list[str]:
+def varying(points: Sequence[Sample | PointView]) -> list[str]:
     """The keys of samples.axis_values whose values differ among ``points``, in declaration order. A parameter a
     point does not know (a foreign log's steps) differs from nothing; an env or [slurm] axis a point does not
     have differs from one it has."""

@@ -36,13 +36,13 @@ class BaselineResult:
     missing: list[str] = field(default_factory=list)  # series with no baseline, said in the report
 
 
-def scaling_label(a: Any) -> str:
+def scaling_label(a: Agg) -> str | None:
     if a.scaling == "strong":
         return f"strong (global batch {a.global_batch_size})" if a.global_batch_size else "strong"
     return f"weak (batch/rank {a.batch_size})" if a.batch_size else a.scaling
 
 
-def series_key(a: Any, leave: tuple[str, ...] = ()) -> tuple[Any, ...]:
+def series_key(a: Agg, leave: tuple[str, ...] = ()) -> tuple[Any, ...]:
     """What a scaling curve is of on one cluster: every parameter but the layout and the repeat (plan/fields.CURVE),
     and the point's env and [slurm] axes, so that points that differ in steps or NCCL_ALGO are two curves. The batch
     that is held fixed is the per-rank one in weak scaling and the global one in strong scaling; the other varies
@@ -78,7 +78,7 @@ def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
         bases = [a for a in measured if eligible(a)]
         fallback = False
         if not bases and mode == "auto" and len(measured) > 1:
-            bases, fallback = [min(measured, key=lambda a: a.world_size)], True
+            bases, fallback = [min(measured, key=lambda a: cast(int, a.world_size))], True  # train has one
         if not bases and len(group) == 1 and group[0].point_id is None:
             _alone(group[0])
             continue
@@ -87,16 +87,18 @@ def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
                 result.missing.append(f"{_describe(group[0], mode)}: no measured baseline point; speedup left blank")
             continue
         base = bases[0]
+        base_thr = cast(float, base.throughput)  # a base is measured
         for a in group:
             a.base_throughput, a.base_world_size = base.throughput, base.world_size
             a.baseline = base.name + (" (smallest measured)" if fallback else "")
+            scale = cast(int, a.world_size) / cast(int, base.world_size)  # every train point has a size
             if a.ok and a.throughput:
-                a.speedup = a.throughput / cast(float, base.throughput)  # a base is measured
-                a.efficiency = a.speedup / (a.world_size / base.world_size)
+                a.speedup = a.throughput / base_thr
+                a.efficiency = a.speedup / scale
             for s in a.samples:
                 if s.throughput:
-                    s.speedup = s.throughput / base.throughput
-                    s.efficiency = s.speedup / (a.world_size / base.world_size)
+                    s.speedup = s.throughput / base_thr
+                    s.efficiency = s.speedup / scale
     return result
 
 

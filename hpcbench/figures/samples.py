@@ -2,26 +2,29 @@
 
 Everything after the inputs works on Samples only, so a run of hpcbench and a pile of Horovod or
 nccl-tests logs give the same tables. A Sample has one field per declared measurement parameter
-(plan/fields.py), taking the parameter's ``unknown`` value when the source does not show it.
+(plan/fields.py, written into figures/_generated.py's SampleParams), taking the parameter's ``unknown`` value
+when the source does not show it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hpcbench.plan.fields import BY_NAME, NAMES, PARAMS
-from hpcbench.records import AllreduceRow, NodeLoad, ResultRecord
+from hpcbench.figures._generated import SampleParams
+from hpcbench.plan.fields import BY_NAME, NAMES
+from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import COMPLETED, UNSUPPORTED
 
 if TYPE_CHECKING:  # the parser's modules load when a log is read, not when a run is planned
+    from hpcbench.figures._generated import PointView
     from hpcbench.parse.api import Log
 
 
-@dataclass
-class _Measured:
+@dataclass(kw_only=True)  # built by keyword: its parameters (SampleParams) come first and have defaults
+class Sample(SampleParams):
     source: str  # the run directory or log file it came from
     label: str
     state: str  # shown as is; decisions use ok / final only
@@ -65,32 +68,6 @@ class _Measured:
     env: tuple[tuple[str, str], ...] = ()  # the point's environment variables that are axes ([matrix.env])
     slurm: tuple[tuple[str, Any], ...] = ()  # the point's measured [slurm] settings that are axes (cpus_per_task, ...)
 
-    if TYPE_CHECKING:  # Sample adds one field per declared parameter (below), each as a source gives it
-        def __getattr__(self, name: str) -> Any: ...
-
-    # Per rank (index = rank) and per node, read from the record (explain's rules read the record itself).
-    @property
-    def rank_step_s(self) -> list[float | None]:
-        return list(self.record.rank_step_s) if self.record else []
-
-    @property
-    def rank_compute_s(self) -> list[float | None]:
-        return list(self.record.rank_compute_s) if self.record else []
-
-    @property
-    def rank_input_s(self) -> list[float | None]:
-        return list(self.record.rank_input_s) if self.record else []
-
-    @property
-    def rank_nodes(self) -> list[str]:
-        """The Slurm node (else host) of each rank."""
-        return [r.slurm_node or r.hostname for r in sorted(self.record.ranks, key=lambda r: r.rank)] if self.record \
-            else []
-
-    @property
-    def node_load(self) -> list[NodeLoad]:
-        return list(self.record.node_load) if self.record else []
-
     @property
     def layout(self) -> str:
         nodes, rpn = self.nodes, self.ranks_per_node
@@ -104,10 +81,6 @@ class _Measured:
     def params(self) -> dict[str, Any]:
         return {n: getattr(self, n) for n in NAMES}
 
-
-Sample: Any = make_dataclass("Sample", [(p.name, Any, field(default=p.unknown)) for p in PARAMS], bases=(_Measured,))
-Sample.__module__ = __name__
-
 # What a point's usual name says (framework-backend, model, layout, the batch in its scaling label); the other
 # parameters, and its env and [slurm] axes, tell points apart where they vary (names.py says them).
 NAMED = ("framework", "backend", "model", "nodes", "ranks_per_node", "gpus_per_node", "kind", "scaling",
@@ -116,7 +89,7 @@ OTHERS = tuple(n for n in NAMES if n not in NAMED)
 ENV_COLUMN = "env."  # records.csv: one column env.NAME per environment variable that is an axis
 
 
-def axis_values(s: Any) -> dict[str, Any]:
+def axis_values(s: Sample | PointView) -> dict[str, Any]:
     """The values beyond a point's name: the other parameters, env.NAME of its env axes, its [slurm] axes."""
     d = {n: getattr(s, n) for n in OTHERS}
     d.update((f"{ENV_COLUMN}{k}", v) for k, v in s.env)
@@ -133,7 +106,7 @@ def record_params(rec: ResultRecord) -> dict[str, Any]:
     return {k: v for k, v in legacy.items() if v is not None}
 
 
-def from_record(rec: ResultRecord, source: str, **extra: Any) -> Any:
+def from_record(rec: ResultRecord, source: str, **extra: Any) -> Sample:
     """A Sample from a result record; CIs missing from older records are computed from the step times."""
     step_ci, thr_ci = rec.step_time_ci95_s, rec.throughput_ci95
     if step_ci is None and len(rec.step_times_s) > 1:

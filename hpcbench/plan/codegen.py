@@ -1,6 +1,7 @@
 """Writes the classes that plan/fields.py declares as source a type checker reads: the [sweep], [slurm]
-and [workload] settings and the Point (plan/_generated.py), and each workload kind's rank config
-(workloads/_configs.py). A misspelt field is then an error mypy shows, not an AttributeError at run time.
+and [workload] settings and the Point (plan/_generated.py), each workload kind's rank config
+(workloads/_configs.py), and a report row's parameters and a point's view of its first repeat
+(figures/_generated.py). A misspelt field is then an error mypy shows, not an AttributeError at run time.
 
     python -m hpcbench.plan.codegen          # rewrite the files after editing fields.py
     python -m hpcbench.plan.codegen --check  # exit 1 naming the files that are out of date
@@ -24,6 +25,7 @@ from hpcbench.plan.fields import ALL_KINDS, PARAMS, SLURM, SWEEP, Param, Setting
 from hpcbench.vocab import KINDS
 
 PACKAGE = Path(__file__).resolve().parents[1]
+SAMPLES = PACKAGE / "figures/samples.py"  # where the Sample's own fields are written (VIEW_EXTRA's types)
 COMMAND = "python -m hpcbench.plan.codegen"
 HEADER = (f"# Generated from hpcbench/plan/fields.py by `{COMMAND}`: do not edit; change the declaration\n"
           "# there and run it again (tests/test_codegen.py checks that this file is what it gives).\n")
@@ -107,7 +109,50 @@ def configs_source() -> str:
     return "\n".join(lines) + "\n"
 
 
-FILES: dict[str, Callable[[], str]] = {"plan/_generated.py": plan_source, "workloads/_configs.py": configs_source}
+def _sample_type(p: Param) -> str:
+    """A Sample's field: the Point's type, or None too where a source may not show it (its ``unknown``)."""
+    text = _param_type(p)
+    return text if p.unknown is not None or text.endswith(" | None") else f"{text} | None"
+
+
+# The Sample's fields beside the parameters that are the same in every repeat of a point: figures.aggregate's Agg
+# reads them, and the parameters, from its first repeat (PointView). Their types are read from figures/samples.py.
+VIEW_EXTRA = ("source", "label", "point_id", "world_size", "cluster", "comm_method", "layout", "precision", "env",
+              "slurm")
+
+
+def sample_annotations(source: str) -> dict[str, str]:
+    """The annotation of each field and property of the class Sample in ``source`` (figures/samples.py), as
+    written: read from the text, so that plan/ imports nothing downstream."""
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Sample")
+    out = {}
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out[node.target.id] = ast.unparse(node.annotation)
+        elif isinstance(node, ast.FunctionDef) and node.returns is not None:
+            out[node.name] = ast.unparse(node.returns)
+    return out
+
+
+def figures_source() -> str:
+    lines = [HEADER + '"""A report row\'s parameters (SampleParams: each as a source shows it, else its ``unknown``) '
+             "and\na point's view of them (PointView: read from its first repeat, the same in every repeat).\"\"\"",
+             "", "from __future__ import annotations", "", "from dataclasses import dataclass",
+             "from typing import TYPE_CHECKING, Any", "", "if TYPE_CHECKING:  # samples.py imports this module",
+             "    from hpcbench.figures.samples import Sample", "", "", "@dataclass(kw_only=True)",
+             "class SampleParams:", '    """One field per declared parameter."""', ""]
+    lines += [f"    {p.name}: {_sample_type(p)} = {literal(p.unknown)}" for p in PARAMS]
+    types = {p.name: _sample_type(p) for p in PARAMS} | sample_annotations(SAMPLES.read_text())
+    lines += ["", "", "class PointView:", '    """A point\'s parameters and origin: its first repeat\'s."""', "",
+              "    samples: list[Sample]"]
+    for name in (*(p.name for p in PARAMS), *VIEW_EXTRA):
+        lines += ["", "    @property", f"    def {name}(self) -> {types[name]}:",
+                  f"        return self.samples[0].{name}"]
+    return "\n".join(lines) + "\n"
+
+
+FILES: dict[str, Callable[[], str]] = {"plan/_generated.py": plan_source, "workloads/_configs.py": configs_source,
+                                       "figures/_generated.py": figures_source}
 
 
 def stale(root: Path = PACKAGE) -> list[str]:

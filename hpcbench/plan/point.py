@@ -64,7 +64,8 @@ class PointMethods:
         return cls(**kw)
 
 
-_NAMES: dict[type, tuple[frozenset[str], tuple[str, ...]]] = {}  # once per class: to_dict runs once per point
+# Once per class: to_dict runs once per point. A dict, not functools.cache: mypy does not take type[P] as Hashable.
+_NAMES: dict[type, tuple[frozenset[str], tuple[str, ...]]] = {}
 
 
 def _names(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:

@@ -34,7 +34,7 @@ def host_family(hosts: list[str] | tuple[str, ...]) -> str | None:
     return "+".join(families) if families else None
 
 
-def log_samples(path: Path, notes: list[str]) -> list[Any]:
+def log_samples(path: Path, notes: list[str]) -> list[Sample]:
     from hpcbench.parse.api import read_log
 
     return infer(read_log(path), path, notes)
@@ -56,7 +56,7 @@ def _layout(nodes: int | None, world: int | None) -> int | None:
     return world // nodes if nodes and world and world % nodes == 0 else None
 
 
-def _records(log: Log, path: Path) -> list[Any]:
+def _records(log: Log, path: Path) -> list[Sample]:
     out = []
     for n, doc in enumerate(log.facts.get("records") or []):
         try:
@@ -67,7 +67,7 @@ def _records(log: Log, path: Path) -> list[Any]:
     return out
 
 
-def _horovod(hvd: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Any:
+def _horovod(hvd: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Sample:
     world = hvd.get("ranks") or nranks
     total = hvd.get("total_img_sec")
     m, b = _MODEL.search(head), _BATCH.search(head)
@@ -95,7 +95,7 @@ def _ranks_from(device: str, source: str) -> str:
             "number line": f"{device}s from 'Number of {device}s: N'"}.get(source, "ranks from the launcher's -np N")
 
 
-def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Any:
+def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[str], base: dict[str, Any]) -> Sample:
     rows = [_allreduce_row(r, tests.get("collective") or "all_reduce") for r in tests.get("rows") or []]
     ranks_seen = ranks_named(head)
     world = nranks or ranks_seen or None
@@ -109,7 +109,7 @@ def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[
                   **base | {"backend": "nccl"})
 
 
-def infer(log: Log, path: Path, notes: list[str]) -> list[Any]:
+def infer(log: Log, path: Path, notes: list[str]) -> list[Sample]:
     """Samples shown by one log as hpcbench.parse read it."""
     parsed, head = log.facts, log.head
     out = _records(log, path)

@@ -12,15 +12,16 @@ from hpcbench.vocab import ERROR, UNSUPPORTED, WARNING
 
 
 def best_at_each_scale(aggs: list[Agg]) -> list[str]:
-    best: dict[tuple[str, int], Agg] = {}
+    best: dict[tuple[str | None, int], Agg] = {}
     u = unit([a for a in aggs if a.kind == "train" and a.measures])
     for a in aggs:
-        if a.kind == "train" and a.ok and a.throughput and a.world_size and a.measures:
-            k = (a.model, a.world_size)
+        world = a.world_size
+        if a.kind == "train" and a.ok and a.throughput and world and a.measures:
+            k = (a.model, world)
             if k not in best or a.throughput > cast(float, best[k].throughput):  # only measured ones are kept
                 best[k] = a
     out = []
-    for (model, world), a in sorted(best.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+    for (model, world), a in sorted(best.items(), key=lambda kv: (kv[0][0] or "", kv[0][1])):
         rivals = {f"{b.framework}-{b.backend}" for b in aggs if b.kind == "train" and b.ok and b.model == model
                   and b.world_size == world}
         vs = f" (of {len(rivals)} backends)" if len(rivals) > 1 else ""
@@ -39,7 +40,7 @@ def efficiency_at_largest(aggs: list[Agg]) -> list[str]:
     return [f"efficiency at the largest scale, {a.framework}-{a.backend} {a.model} ({a.scaling} scaling): "
             f"{pct(a.efficiency)} at {a.world_size} ranks ({a.name}), speedup {num(a.speedup)} vs {a.baseline}"
             for _, a in sorted(series.items(), key=lambda kv: tuple(str(x) for x in kv[0]))
-            if a.world_size > (a.base_world_size or 0)]
+            if (a.world_size or 0) > (a.base_world_size or 0)]
 
 
 SUPERLINEAR = 1.1

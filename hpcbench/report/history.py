@@ -24,13 +24,16 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench import __version__
 from hpcbench.errors import HistoryError
 from hpcbench.files import utcnow
 from hpcbench.plan.fields import NAMES, POINT_KEY
 from hpcbench.vocab import RENAMED
+
+if TYPE_CHECKING:  # the figures load when a report is made, not when history is queried
+    from hpcbench.figures.samples import Sample
 
 ENV = "HPCBENCH_HISTORY"
 BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another one before giving up
@@ -160,7 +163,7 @@ def point_key(cluster: str | None, params: dict[str, Any]) -> str:
     return hashlib.sha1(doc.encode()).hexdigest()[:16]
 
 
-def _provenance_facts(sample: Any) -> tuple[dict[str, Any], str | None, str | None]:
+def _provenance_facts(sample: Sample) -> tuple[dict[str, Any], str | None, str | None]:
     """(versions, hpcbench commit, date measured) from the ranks' provenance files; empty where there are none."""
     for doc in sample.provenance or []:
         soft = doc.get("software") or {}
@@ -171,7 +174,7 @@ def _provenance_facts(sample: Any) -> tuple[dict[str, Any], str | None, str | No
     return {}, None, None
 
 
-def rows_of(samples: Iterable[Any], tidy: Iterable[dict[str, Any]], runs: dict[str, str],
+def rows_of(samples: Iterable[Sample], tidy: Iterable[dict[str, Any]], runs: dict[str, str],
             now: str) -> list[dict[str, Any]]:
     """The history rows of summarize's samples and their tidy rows. ``runs``: source -> run id."""
     out = []

@@ -127,7 +127,7 @@ def _cluster(prov: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def run_samples(rd: RunDir, states: list[PointState] | None = None) -> list[Any]:
+def run_samples(rd: RunDir, states: list[PointState] | None = None) -> list[Sample]:
     """One Sample per planned point of a run, whatever its state; its parameters are the plan's.
 
     The states are what the disk says (records, exit statuses, the ledger) unless given: a summary never asks

@@ -57,10 +57,15 @@ def _best_per_size(points: list[Agg]) -> list[Agg]:
     """One measured point per total size: the best layout (the placement table shows the others)."""
     best: dict[int, Agg] = {}
     for a in points:
-        if a.ok and a.throughput and (a.world_size not in best or
-                                      a.throughput > cast(float, best[a.world_size].throughput)):
-            best[a.world_size] = a
+        size = a.world_size
+        if size and a.ok and a.throughput and (size not in best or a.throughput > cast(float, best[size].throughput)):
+            best[size] = a
     return [best[k] for k in sorted(best)]
+
+
+def _sizes(pts: list[Agg]) -> list[int]:
+    """The total sizes of points that _best_per_size kept (each has one)."""
+    return [cast(int, a.world_size) for a in pts]
 
 
 def _yerr(pts: list[Agg]) -> tuple[list[list[float]], list[tuple[int, float]]]:
@@ -69,7 +74,7 @@ def _yerr(pts: list[Agg]) -> tuple[list[list[float]], list[tuple[int, float]]]:
     low = [t - a.throughput_lo if a.throughput_lo is not None else 0.0 for a, t in zip(pts, thr)]
     finite = [a.throughput_hi - t if a.throughput_hi is not None and math.isfinite(a.throughput_hi)
               else 0.0 for a, t in zip(pts, thr)]
-    unbounded = [(a.world_size, t) for a, t in zip(pts, thr) if a.throughput_hi is not None and
+    unbounded = [(x, t) for a, x, t in zip(pts, _sizes(pts), thr) if a.throughput_hi is not None and
                  math.isinf(a.throughput_hi)]
     return [low, finite], unbounded
 
@@ -96,13 +101,13 @@ def scalability(aggs: list[Agg], baseline: str) -> Any:
         if not pts:
             continue
         yerr, unbounded = _yerr(pts)
-        line = ax.errorbar([a.world_size for a in pts], [a.throughput for a in pts], yerr=yerr, marker="o",
+        xs = _sizes(pts)
+        line = ax.errorbar(xs, [a.throughput for a in pts], yerr=yerr, marker="o",
                            capsize=3, label=name, linestyle="-" if len(pts) > 1 else "none")
         if unbounded:  # the interval has no upper end: an arrow up, never a bar to an invented top
             ax.plot(*zip(*unbounded), marker="^", linestyle="none", color=line[0].get_color(), markersize=9)
         base = next((a for a in pts if a.base_throughput), None)
-        if base is not None and len(pts) > 1:
-            xs = [a.world_size for a in pts]
+        if base is not None and base.base_throughput and base.base_world_size and len(pts) > 1:  # set together
             label = f"ideal ({name})" if len(series) <= MANY else ("ideal (dashed, same colour)" if n == 0 else "_")
             ax.plot(xs, [base.base_throughput * x / base.base_world_size for x in xs], linestyle="--",
                     color=line[0].get_color(), alpha=0.6, label=label)
@@ -125,7 +130,7 @@ def speedup_efficiency(aggs: list[Agg], baseline: str) -> Any:
         pts = [a for a in _best_per_size(group) if a.speedup is not None]
         if len(pts) < 2:  # a speedup needs a curve
             continue
-        xs = [a.world_size for a in pts]
+        xs = _sizes(pts)
         top = max(top, *xs)
         ax1.plot(xs, [a.speedup for a in pts], marker="o", label=name)
         ax2.plot(xs, [cast(float, a.efficiency) * 100 for a in pts], marker="o", label=name)  # set with speedup

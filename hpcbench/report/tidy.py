@@ -3,6 +3,7 @@ per env or [slurm] axis."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -26,7 +27,7 @@ TIDY_COLUMNS = tuple(dict.fromkeys((
 )))
 
 
-def tidy_columns(samples: Any) -> tuple[str, ...]:
+def tidy_columns(samples: Sequence[Sample]) -> tuple[str, ...]:
     """records.csv's columns: TIDY_COLUMNS, then one per env or [slurm] axis that any sample has."""
     extra = {f"{ENV_COLUMN}{k}" for s in samples for k, _ in s.env} | {k for s in samples for k, _ in s.slurm}
     return (*TIDY_COLUMNS, *sorted(extra - set(TIDY_COLUMNS)))
@@ -35,7 +36,7 @@ def tidy_columns(samples: Any) -> tuple[str, ...]:
 _DIRECT = tuple(f.name for f in fields(Sample) if f.name in TIDY_COLUMNS)
 
 
-def tidy_row(s: Any) -> dict[str, Any]:
+def tidy_row(s: Sample) -> dict[str, Any]:
     d = {name: getattr(s, name) for name in _DIRECT}
     d["hosts"] = " ".join(s.hosts) or None
     d.update(step_time_ms=ms(s.step_time_s), step_time_ci95_ms=ms(s.step_time_ci95_s),
