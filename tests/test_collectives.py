@@ -292,7 +292,7 @@ def test_gather_the_newest_entry_runs_on_three_gloo_ranks_with_every_result_chec
 
 
 def test_a_collective_the_library_lacks_is_recorded_with_its_reason(run):
-    from hpcbench.report.inputs import run_samples
+    from hpcbench.figures.inputs import run_samples
 
     lacking = [s for s in run_samples(run) if s.state == UNSUPPORTED]
     assert sorted((s.backend, s.collective) for s in lacking) == sorted((b, c) for b in ("gloo", "mpi")

@@ -9,7 +9,7 @@ from report_helpers import GPU, STARVED, allreduce_rows, make_run, point, proven
 
 from hpcbench.figures.samples import Sample
 from hpcbench.files import atomic_write_json
-from hpcbench.report.inputs import Inputs
+from hpcbench.figures.inputs import Inputs
 from hpcbench.report.summarize import make_report, text
 from hpcbench.states import COMPLETED, RUNNING
 

@@ -125,7 +125,7 @@ def args_check(p: argparse.ArgumentParser) -> None:
 
 def cmd_explain(args: Args) -> int:
     from hpcbench.explain import render
-    from hpcbench.report.why import explain_paths
+    from hpcbench.explain import explain_paths
 
     whys = explain_paths(args.paths, baseline=args.baseline, cluster=args.cluster, allreduce_file=args.allreduce)
     out = {"json": render.as_json, "markdown": render.as_markdown}.get(args.format)

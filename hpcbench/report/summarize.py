@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from hpcbench.figures import baseline as baseline_mod
 from hpcbench.figures.aggregate import Agg, aggregate
+from hpcbench.figures.inputs import Inputs
 from hpcbench.figures.samples import OTHERS
+from hpcbench.figures.study import study
 from hpcbench.files import atomic_write_text
 from hpcbench.report import headlines
-from hpcbench.report.inputs import Inputs, load
 from hpcbench.report.tidy import TIDY_COLUMNS, tidy_columns, tidy_row
 from hpcbench.rundir import RunDir
 from hpcbench.tabular import Table, format_table
@@ -80,8 +81,7 @@ class Report:
 
 
 def make_report(paths: list[str | Path], baseline: str = "auto", references: str | Path | None = None,
-                cluster: str | None = None, inputs: Inputs | None = None,
-                allreduce_file: str | Path | None = None) -> Report:
+                cluster: str | None = None, inputs: Inputs | None = None) -> Report:
     """The whole report of runs and logs: their points, baselines, findings and tables (``write`` puts it on disk)."""
     from hpcbench.explain import explain
     from hpcbench.explain.inputs import subjects
@@ -92,10 +92,9 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     from hpcbench.report.tables_transport import transports
 
     refs = refs_mod.load(references) if references else None  # a bad file is an error before any work
-    inputs = inputs or load(paths, cluster)
-    aggs = aggregate(inputs.samples)
-    base = baseline_mod.apply(aggs, baseline)
-    why = explain(subjects(aggs), allreduce_file)
+    st = study(paths, cluster, baseline, inputs)
+    inputs, aggs, base = st.inputs, st.aggs, st.baseline
+    why = explain(subjects(aggs))
     intra, inter = intra_inter(aggs)
     for t in (intra, inter):
         t.notes += base.missing
@@ -165,7 +164,7 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
 
 def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
     """The short table `hpcbench sweep --wait` prints when a run ends; writes summary.csv into the run directory."""
-    from hpcbench.report.inputs import run_samples
+    from hpcbench.figures.inputs import run_samples
 
     samples = run_samples(rd)
     baseline_mod.apply(aggregate(samples), "auto")

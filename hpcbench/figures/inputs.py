@@ -14,7 +14,7 @@ from typing import Any
 from hpcbench import records
 from hpcbench.errors import ConfigError, HpcbenchError, NoSuchFile, SchemaError
 from hpcbench.figures.samples import Sample, from_record
-from hpcbench.report.foreign import log_samples
+from hpcbench.figures.foreign import log_samples
 from hpcbench.rundir import PointPaths, RunDir
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
