@@ -24,7 +24,7 @@ from hpcbench.plan.expand import point_id
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.report.fmt import duration_us, num, size
 from hpcbench.report.summarize import make_report
-from hpcbench.report.tables_allreduce import HEADING, curves
+from hpcbench.report.tables_collectives import HEADING, curves
 from hpcbench.rundir import RunDir
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
 from hpcbench.collectives import TABLE, Horovod
@@ -371,9 +371,7 @@ def test_the_report_has_one_table_and_one_busbw_plot_per_collective(run, tmp_pat
 
 
 def tables_factor(c: str) -> str:
-    from hpcbench.report.tables_allreduce import FACTORS
-
-    return FACTORS[c]
+    return TABLE[c].formula
 
 
 def test_a_real_log_of_another_collective_gets_its_own_table(tmp_path):

@@ -20,7 +20,7 @@ from hpcbench.figures.baseline import scaling_label
 from hpcbench.figures.samples import axis_values
 from hpcbench.plan.fields import BY_NAME, POINT_KEY
 from hpcbench.report.fmt import num
-from hpcbench.report.tables_allreduce import curves
+from hpcbench.report.tables_collectives import curves
 from hpcbench.stats import t975, welch
 from hpcbench.tabular import Table
 

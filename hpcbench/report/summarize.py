@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcbench.figures import baseline as baseline_mod
-from hpcbench.figures.aggregate import Agg, aggregate
+from hpcbench.figures.aggregate import Agg, aggregate, point_key
 from hpcbench.figures.inputs import Inputs
 from hpcbench.figures.samples import OTHERS
 from hpcbench.figures.study import study
@@ -24,7 +24,7 @@ from hpcbench.tabular import Table, format_table
 
 if TYPE_CHECKING:  # explain is imported when a report is made
     from hpcbench.explain import PointWhy
-    from hpcbench.explain.links import Peak
+    from hpcbench.report.tables_collectives import Peaks
 
 # The short table `hpcbench sweep --wait` prints when the run ends.
 TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
@@ -33,10 +33,10 @@ TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks"
                  "speedup", "efficiency", "reason")
 
 
-def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> dict[int, tuple[Peak | None, str]]:
-    """id(point) -> (the slowest link's peak or None, why it is not known), for the table and the plot (explain
-    gives one PointWhy per point, in order)."""
-    return {id(a): (w.peak, w.peak_why) for a, w in zip(aggs, why, strict=True)}
+def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> Peaks:
+    """Each point's slowest link's peak (or why it is not known), for the table and the plot, by the point's key
+    (explain gives one PointWhy per point, in order)."""
+    return {point_key(a.first): (w.peak, w.peak_why) for a, w in zip(aggs, why, strict=True)}
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Report:
     def partial(self) -> bool:
         return self.inputs.partial
 
-    def peaks(self) -> dict[int, tuple[Peak | None, str]]:
+    def peaks(self) -> Peaks:
         return peaks_of(self.aggs, self.why)
 
     def tidy(self) -> list[dict[str, Any]]:
@@ -86,7 +86,7 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     from hpcbench.explain import explain
     from hpcbench.explain.inputs import subjects
     from hpcbench.report import references as refs_mod
-    from hpcbench.report.tables_allreduce import collective_tables
+    from hpcbench.report.tables_collectives import collective_tables
     from hpcbench.report.tables_env import environment
     from hpcbench.report.tables_scaling import comm_compute, gpu_util, intra_inter, placement
     from hpcbench.report.tables_transport import transports
