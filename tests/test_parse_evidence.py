@@ -13,8 +13,9 @@ from pathlib import Path
 
 from conftest import REPO
 
+from hpcbench.explain.rules.net import _SHOWN_BY
 from hpcbench.parse import parse_file, read_log
-from hpcbench.parse.evidence import HEAD_BYTES, Evidence, Reader, ranks_named
+from hpcbench.parse.evidence import HEAD_BYTES, SHAPES, Evidence, Reader, ranks_named
 
 LOGS = REPO / "tests" / "data" / "logs"
 CORPUS = sorted(LOGS.glob("*.log")) + sorted((REPO / "tests" / "data" / "allreduce").glob("*.log"))
@@ -130,10 +131,6 @@ SHOWS = {
 def test_every_fact_with_a_line_has_parses_shape_and_they_agree_on_the_corpus():
     """A fact and the line that shows it are read by the same patterns (parse/nccl.py's), so a log never has a fact
     without its line, nor a line for a fact it does not have."""
-    from hpcbench.explain.rules.net import _SHOWN_BY
-
-    from hpcbench.parse.evidence import SHAPES
-
     read = {k for keys in _SHOWN_BY.values() for k in keys} | set(SHOWS) | {"nvls_available", "collnet_available"}
     assert read <= set(SHAPES)
     disagree, shown = [], dict.fromkeys(SHOWS, 0)
