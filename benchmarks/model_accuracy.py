@@ -89,7 +89,7 @@ def report(runs: list[Path]) -> None:
     from hpcbench.explain.inputs import subjects
     from hpcbench.figures import baseline
     from hpcbench.figures.aggregate import aggregate
-    from hpcbench.report.inputs import load
+    from hpcbench.figures.inputs import load
 
     aggs = aggregate(load([str(r) for r in runs]).samples)
     baseline.apply(aggs, "auto")

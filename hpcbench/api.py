@@ -49,7 +49,7 @@ def load(*paths: PathLike, cluster: str | None = None) -> pd.DataFrame:
 
     Failed, missing and unparsable points are rows too, with their ``state`` and ``reason``.
     """
-    from hpcbench.report.inputs import load as load_inputs
+    from hpcbench.figures.inputs import load as load_inputs
 
     return _frame(load_inputs(list(paths), cluster).samples)
 
@@ -60,7 +60,7 @@ def load_logs(paths: PathLike | Iterable[PathLike], cluster: str | None = None) 
     per point a log shows. What had to be inferred is in the ``inferred`` column; ``cluster`` names the cluster
     of logs whose host names do not. A run directory is refused: :func:`load` reads runs."""
     from hpcbench.errors import ConfigError
-    from hpcbench.report.inputs import load as load_inputs
+    from hpcbench.figures.inputs import load as load_inputs
 
     given = _paths(paths)
     inputs = load_inputs(given, cluster)
@@ -114,6 +114,6 @@ def explain(*paths: PathLike, allreduce: PathLike | None = None, baseline: str =
     all_reduce point of the same placement (``--allreduce``); ``baseline``: auto, single-gpu, single-node or
     no-framework (``--baseline``); ``cluster``: the cluster all the logs come from (``--cluster``).
     """
-    from hpcbench.report.why import explain_paths
+    from hpcbench.explain import explain_paths
 
     return Explanation(explain_paths(list(paths), baseline=baseline, cluster=cluster, allreduce_file=allreduce))

@@ -78,6 +78,33 @@ def queue(states: dict[str, str]) -> SchedulerView:
     return SchedulerView({j: Job(j, "", state=s) for j, s in states.items()})
 
 
+@pytest.fixture
+def worker_spans(monkeypatch):
+    """Chunks small enough that a test file is cut into worker spans, read by one job; ``workers(n)`` then gives
+    the parse n jobs and returns the list that says, per span of each later read, whether a worker read it."""
+    from hpcbench.parse import parallel, scan
+
+    monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
+    monkeypatch.setattr(scan, "FAST_MIN", 64 << 10)
+    monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+
+    def workers(n: int) -> list[bool]:
+        spans: list[bool] = []
+        real = parallel.extracted
+
+        def spy(*a, **k):
+            for span, parts in real(*a, **k):
+                spans.append(parts is not None)
+                yield span, parts
+
+        monkeypatch.setattr(parallel, "extracted", spy)
+        monkeypatch.setenv(parallel.JOBS_ENV, str(n))
+        return spans
+
+    return workers
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -15,7 +15,7 @@ from hpcbench.figures.aggregate import aggregate
 from hpcbench.plan.expand import point_id
 from hpcbench.report import plots
 from hpcbench.report.compare import compare
-from hpcbench.report.inputs import run_samples
+from hpcbench.figures.inputs import run_samples
 from hpcbench.report.summarize import make_report, sweep_summary, write
 
 

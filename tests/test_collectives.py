@@ -24,7 +24,7 @@ from hpcbench.plan.expand import point_id
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.report.fmt import duration_us, num, size
 from hpcbench.report.summarize import make_report
-from hpcbench.report.tables_allreduce import HEADING, curves
+from hpcbench.report.tables_collectives import HEADING, curves
 from hpcbench.rundir import RunDir
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
 from hpcbench.collectives import TABLE, Horovod
@@ -292,7 +292,7 @@ def test_gather_the_newest_entry_runs_on_three_gloo_ranks_with_every_result_chec
 
 
 def test_a_collective_the_library_lacks_is_recorded_with_its_reason(run):
-    from hpcbench.report.inputs import run_samples
+    from hpcbench.figures.inputs import run_samples
 
     lacking = [s for s in run_samples(run) if s.state == UNSUPPORTED]
     assert sorted((s.backend, s.collective) for s in lacking) == sorted((b, c) for b in ("gloo", "mpi")
@@ -371,9 +371,7 @@ def test_the_report_has_one_table_and_one_busbw_plot_per_collective(run, tmp_pat
 
 
 def tables_factor(c: str) -> str:
-    from hpcbench.report.tables_allreduce import FACTORS
-
-    return FACTORS[c]
+    return TABLE[c].formula
 
 
 def test_a_real_log_of_another_collective_gets_its_own_table(tmp_path):

@@ -12,7 +12,7 @@ import socket
 import pytest
 from conftest import sweep_ok, write
 
-from hpcbench.report.why import explain_paths
+from hpcbench.explain import explain_paths
 
 SWEEP = """
 [sweep]

@@ -178,24 +178,11 @@ def test_one_late_line_that_differs(tmp_path, monkeypatch, change):
 
 
 @pytest.mark.parametrize("lead", ["plain", "mpirun"])  # host test in numpy, by regex
-def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch, lead):
+def test_worker_processes_give_the_same_facts(tmp_path, monkeypatch, worker_spans, lead):
     p = tmp_path / "job.log"
     p.write_text(_job_log(LEADS[lead]))
-    monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
-    monkeypatch.setattr(scan, "FAST_MIN", 64 << 10)
-    monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
-    monkeypatch.setenv(parallel.JOBS_ENV, "1")
     one = parse_file(p)
-    spans = []
-    real = parallel.extracted
-
-    def spy(*a, **k):
-        for span, parts in real(*a, **k):
-            spans.append(parts is not None)
-            yield span, parts
-
-    monkeypatch.setattr(parallel, "extracted", spy)
-    monkeypatch.setenv(parallel.JOBS_ENV, "3")
+    spans = worker_spans(3)
     many = parse_file(p)
     assert sum(spans) >= 3  # spans read by workers
     assert many == one

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from conftest import REPO
 
-from hpcbench.parse import parallel, parse_file, read_log, scan
-from hpcbench.parse.evidence import HEAD_BYTES, Evidence, Reader, ranks_named
+from hpcbench.explain.rules.net import _SHOWN_BY
+from hpcbench.parse import parse_file, read_log
+from hpcbench.parse.evidence import HEAD_BYTES, SHAPES, Evidence, Reader, ranks_named
 
 LOGS = REPO / "tests" / "data" / "logs"
 CORPUS = sorted(LOGS.glob("*.log")) + sorted((REPO / "tests" / "data" / "allreduce").glob("*.log"))
@@ -72,24 +73,11 @@ def test_the_facts_of_read_log_are_parse_files(tmp_path):
         assert read_log(f).facts == parse_file(f)
 
 
-def test_a_file_read_by_worker_processes_gives_the_same_evidence(tmp_path, monkeypatch):
+def test_a_file_read_by_worker_processes_gives_the_same_evidence(tmp_path, worker_spans):
     """The workers read the facts of a big file; the evidence of its head is read here, once, all the same."""
     p = _nccl_log(tmp_path / "big.log", 30_000)
-    monkeypatch.setattr(scan, "CHUNK", 256 << 10)  # a worker's span holds 4 chunks
-    monkeypatch.setattr(scan, "FAST_MIN", 64 << 10)
-    monkeypatch.setattr(scan, "PARALLEL_MIN", 0)
-    monkeypatch.setenv(parallel.JOBS_ENV, "1")
     one = read_log(p)
-    spans = []
-    real = parallel.extracted
-
-    def spy(*a, **k):
-        for span, parts in real(*a, **k):
-            spans.append(parts is not None)
-            yield span, parts
-
-    monkeypatch.setattr(parallel, "extracted", spy)
-    monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    spans = worker_spans(2)
     many = read_log(p)
     assert sum(spans) >= 2  # spans whose lines this process never read
     assert asdict(many.evidence) == asdict(one.evidence) and many.facts == one.facts
@@ -124,3 +112,35 @@ def test_the_head_is_the_logs_first_bytes_and_names_its_ranks(tmp_path):
     assert read_log(p).head == p.read_bytes()[:HEAD_BYTES].decode("utf-8", errors="replace")
     tests = REPO / "tests" / "data" / "logs" / "nccltests_1.log"
     assert ranks_named(read_log(tests).head) == 2  # its two "#  Rank  N Group ... on HOST" lines
+
+
+# evidence key -> the fact of parse's "nccl" object that its line shows (socket is left out: "NET/Socket : Using" is
+# also the bootstrap's line where IB carries the traffic, and the network is decided among the lines)
+SHOWS = {
+    "nvls_used": lambda n: n["nvls_used"],
+    "collnet_used": lambda n: n["collnet_used"],
+    "ib_device": lambda n: bool(n["ib_link_layer"]),
+    "roce": lambda n: "RoCE" in (n["ib_link_layer"] or ""),
+    "ib_transport": lambda n: any(t.startswith("NET/IB") for t in n["transports"]),
+    "gdrdma": lambda n: any(t.endswith("/GDRDMA") for t in n["transports"]),
+    "shm": lambda n: "SHM" in n["transports"],
+    "p2p": lambda n: any(t.startswith("P2P") for t in n["transports"]),
+}
+
+
+def test_every_fact_with_a_line_has_parses_shape_and_they_agree_on_the_corpus():
+    """A fact and the line that shows it are read by the same patterns (parse/nccl.py's), so a log never has a fact
+    without its line, nor a line for a fact it does not have."""
+    read = {k for keys in _SHOWN_BY.values() for k in keys} | set(SHOWS) | {"nvls_available", "collnet_available"}
+    assert read <= set(SHAPES)
+    disagree, shown = [], dict.fromkeys(SHOWS, 0)
+    for f in CORPUS:
+        log = read_log(f)
+        nccl = log.facts.get("nccl")
+        for key, fact in SHOWS.items():
+            has = bool(nccl) and fact(nccl)
+            shown[key] += has
+            if has != (key in log.evidence.first):
+                disagree.append(f"{f.name}: {key}: fact {has}, line {log.evidence.first.get(key)}")
+    assert not disagree, "\n".join(disagree)
+    assert all(shown.values()), shown  # the corpus shows each of them somewhere

@@ -10,7 +10,7 @@ from report_helpers import make_run, point, record
 from hpcbench.figures.aggregate import aggregate
 from hpcbench.figures.baseline import apply
 from hpcbench.report import plots
-from hpcbench.report.inputs import run_samples
+from hpcbench.figures.inputs import run_samples
 from hpcbench.report.summarize import make_report, write
 from hpcbench.stats import mean_ci95, t975
 

@@ -9,7 +9,7 @@ from report_helpers import GPU, STARVED, allreduce_rows, make_run, point, proven
 
 from hpcbench.figures.samples import Sample
 from hpcbench.files import atomic_write_json
-from hpcbench.report.inputs import Inputs
+from hpcbench.figures.inputs import Inputs
 from hpcbench.report.summarize import make_report, text
 from hpcbench.states import COMPLETED, RUNNING
 
@@ -211,7 +211,7 @@ def test_refresh_reads_each_run_once_as_load_finds_runs(cli, tmp_path):
     and the summary is made of the states it gave."""
     from dataclasses import replace
 
-    from hpcbench.report.inputs import load
+    from hpcbench.figures.inputs import load
     from hpcbench.states import collect
 
     runs = [small_run(tmp_path / "runs", name) for name in ("a", "b")]

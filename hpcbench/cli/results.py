@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from hpcbench.cli.common import Args
 
 if TYPE_CHECKING:
-    from hpcbench.report.inputs import Inputs
+    from hpcbench.figures.inputs import Inputs
 
 
 def cmd_summarize(args: Args) -> int:
@@ -47,7 +47,7 @@ def cmd_summarize(args: Args) -> int:
 def _refreshed(paths: list[str], cluster: str | None) -> Inputs:
     """--refresh: the summary's inputs, each run's states with the schedulers' word on its jobs (kept in its
     ledger too); a summary alone reads only the disk."""
-    from hpcbench.report.inputs import load
+    from hpcbench.figures.inputs import load
     from hpcbench.submit.status import refresh
 
     return load(list(paths), cluster, states=lambda rd: refresh(rd)[1])
@@ -123,7 +123,7 @@ def args_check(p: argparse.ArgumentParser) -> None:
 
 def cmd_explain(args: Args) -> int:
     from hpcbench.explain import render
-    from hpcbench.report.why import explain_paths
+    from hpcbench.explain import explain_paths
 
     whys = explain_paths(args.paths, baseline=args.baseline, cluster=args.cluster, allreduce_file=args.allreduce)
     out = {"json": render.as_json, "markdown": render.as_markdown}.get(args.format)

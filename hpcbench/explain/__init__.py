@@ -2,7 +2,8 @@
 transports NCCL used, where the ranks ran, how noisy the figures are, the peak of the link the traffic
 crosses and an alpha-beta scaling model checked against the runs.
 
-``explain(subjects)`` takes the points as explain reads them (inputs.Subject: the figures, the record and
+``explain_paths(paths)`` is `hpcbench explain`: the figures of runs and logs (hpcbench.figures.study, as the
+report starts from them), explained. ``explain(subjects)`` takes the points as explain reads them (inputs.Subject: the figures, the record and
 provenance, what parse found with file and line) and returns a PointWhy per point, in their order. The rules
 (rules/, one module per group) never guess: missing evidence gives a finding that says what to collect.
 """
@@ -70,3 +71,11 @@ def explain(subjects: Sequence[Subject], allreduce_file: str | Path | None = Non
             why.peak, why.peak_why = bounds.peak(ctx)
         out.append(why)
     return out
+
+
+def explain_paths(paths: Sequence[str | Path], baseline: str = "auto", cluster: str | None = None,
+                  allreduce_file: str | Path | None = None) -> list[PointWhy]:
+    from hpcbench.explain.inputs import subjects
+    from hpcbench.figures.study import study
+
+    return explain(subjects(study(list(paths), cluster, baseline).aggs), allreduce_file)

@@ -49,6 +49,11 @@ def fits(points: Sequence[Subject], allreduce_file: str | Path | None = None) ->
     if allreduce_file is not None:
         from hpcbench.parse import parse_file
 
+        if not Path(allreduce_file).is_file():
+            from hpcbench.errors import NoSuchFile
+
+            raise NoSuchFile(allreduce_file, "allreduce log")
+
         tests = parse_file(allreduce_file).get("nccl_tests") or {}
         if tests.get("collective") not in (None, "all_reduce"):
             from hpcbench.errors import ConfigError

@@ -12,24 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hpcbench.parse.nccl import SHOWN_BY
+
 EVIDENCE_BYTES = 64 << 20  # the evidence of a 1 GB log is in its start; reading it all would take seconds
 HEAD_BYTES = 256 << 10  # benchmark banners (model, batch size) sit at the top of a log
 
-# key -> the line shape that shows it
-SHAPES: dict[str, re.Pattern[str]] = {
-    "socket": re.compile(r"via NET/Socket|Using (?:internal )?[Nn]etwork Socket|NET/Socket : Using"),
-    "ib_device": re.compile(r"NET/IB : Using \[\d"),
-    "no_ib_device": re.compile(r"NET/IB : No device found"),
-    "roce": re.compile(r"NET/IB : Using \[\d[^\n]*/RoCE"),
-    "ib_transport": re.compile(r"via NET/IB"),
-    "gdrdma": re.compile(r"via NET/\S*GDRDMA"),
-    "shm": re.compile(r"via SHM|via direct shared memory"),
-    "p2p": re.compile(r"via P2P"),
-    "nvls_available": re.compile(r"NVLS multicast support is available"),
-    "nvls_used": re.compile(r"via NVLS|NVLS comm 0x|[1-9]\d* nvls channels"),
-    "collnet_available": re.compile(r"CollNet (?:is )?(?:enabled|supported)|Collnet \w+ enabled|CollNet: \d+ nodes"),
-    "collnet_used": re.compile(r"via COLLNET|CollNet channels [1-9]"),
-}
+# key -> the line shape that shows it: nccl.py's, which reads the facts
+SHAPES: dict[str, re.Pattern[str]] = {key: re.compile(shape) for key, shape in SHOWN_BY.items()}
 # some releases print lines without the NCCL tag; a line with none of these carries nothing here
 _KEYWORDS = ("NCCL", "via ", "Rank", "NVLS", "CollNet", "NET/")
 _ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to ([^\s]*)")

@@ -27,11 +27,13 @@ def prefix_regex(prefixes: tuple[str, ...]) -> str:
 
 FACT_STARTS = prefix_regex(FACT_PREFIXES)
 _FACT = re.compile(FACT_STARTS)
-USING_NETWORK = re.compile(r"Using (?:network|internal Network|external Network) (.+?)\s*$")
+_USING_NET = r"Using (?:network|internal Network|external Network) "
+USING_NETWORK = re.compile(_USING_NET + r"(.+?)\s*$")
 IB_USING = re.compile(r"NET/IB ?: ?Using \[")
 # " [0]mlx5_0:1/IB", merged NICs " [0]={[0] mlx5_2:1/RoCE, ...}", 2.30.7 rail and plane "mlx5_0:1:0:1/IB" or
 # "mlx5_0:1::1/IB" (plane only), 2.3 "[0] mlx5_0:1/IB"
-IB_DEVICE = re.compile(r"\[\d+\]\s?([\w.-]+):\d+(?::\d*)*/(IB|RoCE|UNSPECIFIED)")
+_IB_DEVICE = r"\[\d+\]\s?([\w.-]+):\d+(?::\d*)*/({})"
+IB_DEVICE = re.compile(_IB_DEVICE.format("IB|RoCE|UNSPECIFIED"))
 IB_NODEV = re.compile(r"NET/IB ?: ?No device found")
 SOCKET_USING = re.compile(r"NET/Socket ?: ?Using \[")
 IB_IFACE = re.compile(r"(?:^|[\s\]])(ib[\w.]*|ibp[\w.]*|ibs[\w.]*)(?::\d| for sideband)")  # IPoIB OOB/sideband
@@ -50,10 +52,30 @@ _INIT = re.compile(INIT_MSG)
 # NVLS is used once its graph has channels: a channel count above 0, or a line NCCL prints only then
 # (graph/connect.cc prints the heads and trees of the NVLS graph; nvls.cc the NVLS comm, its tuning and
 # the connected tree). "multicast support is available" says only that it could be.
-NVLS_CHANNELS = re.compile(r"(\d+) nvls channels|nvls channels:\s*(\d+)|NVLS tuning: nChannels (\d+)")
+_NVLS_CHANNELS = r"({n}) nvls channels|nvls channels:\s*({n})|NVLS tuning: nChannels ({n})"
+NVLS_CHANNELS = re.compile(_NVLS_CHANNELS.format(n=r"\d+"))
 NVLS_USED = re.compile(r"NVLS comm 0x|Connected NVLS|NVLS Head +\d+:|NVLS Trees :")
 # CollNet connected (2.9+), its chains (printed after the CollNet setup check passed, 2.14-2.21)
-COLLNET_USED = re.compile(r"Connected (?:CollNet|collnet|Collnet Chains)|CollNet channels connected|^Collnet Chains ")
+_COLLNET_CHAINS = "Collnet Chains "  # a message of its own: it starts the message
+COLLNET_USED = re.compile(r"Connected (?:CollNet|collnet|Collnet Chains)|CollNet channels connected|^" + _COLLNET_CHAINS)
+_VIA = r"\bvia\s+"  # a transport line's transport, as EDGE and COLL_EDGE read it (normalise names it)
+# The lines that show a fact, for parse/evidence.py's file:line, made of the patterns that read the fact. The
+# evidence reads whole lines, prefixes and all, so a message's start is any start there. *_available: what
+# NCCL says it could use, read only as evidence.
+SHOWN_BY: dict[str, str] = {
+    "socket": "|".join((_VIA + "NET/Socket", _USING_NET + "Socket", SOCKET_USING.pattern)),
+    "ib_device": r"NET/IB[^\n]*" + _IB_DEVICE.format("IB|RoCE|UNSPECIFIED"),
+    "no_ib_device": IB_NODEV.pattern,
+    "roce": r"NET/IB[^\n]*" + _IB_DEVICE.format("RoCE"),
+    "ib_transport": _VIA + "NET/IB",
+    "gdrdma": _VIA + r"NET/[^\n]*GDRDMA",  # a plugin's name may hold a space (NET/AWS Libfabric/0/GDRDMA)
+    "shm": _VIA + "(?:SHM|direct shared memory)",
+    "p2p": _VIA + "P2P",
+    "nvls_available": "NVLS multicast support is available",
+    "nvls_used": NVLS_USED.pattern + "|" + _NVLS_CHANNELS.format(n=r"0*[1-9]\d*"),  # a count above 0
+    "collnet_available": r"CollNet (?:is )?(?:enabled|supported)|Collnet \w+ enabled|CollNet: \d+ nodes",
+    "collnet_used": "|".join((_VIA + "COLLNET", COLL_EDGE.pattern, COLLNET_USED.pattern.replace("^", r"(?:^|\s)"))),
+}
 NEVER_HOST = re.compile(r"\d+\.\d+\.\d+\.\d+$")
 INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS")
 

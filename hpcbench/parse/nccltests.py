@@ -196,9 +196,10 @@ class NcclTestsState:
         return out
 
     def _inferred(self) -> str | None:
-        """all_reduce and reduce_scatter are the collectives whose rows say so: a redop, no root (-1 or no
-        root column), and count x type size = size (all_reduce) or size / number of ranks
-        (reduce_scatter, the same for every row). Validation off on one side only is no all_reduce."""
+        """The collective of rows whose header is lost, where the rows say it: a redop and no root (-1, or no
+        root column) is a collective that ``reduces`` and has no root; count x type size is size for one that is
+        not ``shared``, size / number of ranks (the same for every row) for one that is. Validation off on one
+        side only is no such collective."""
         rows = [r for r in self.rows if r["size"] > 0]
         if not rows or not all(r["redop"] and r["redop"] != "none" and r["root"] in (-1, None)
                                and r["type"] in TYPE_SIZE and r["count"] > 0 for r in rows):
@@ -206,13 +207,13 @@ class NcclTestsState:
         if any(r["root"] is None for r in rows) and self.has_root is not False:
             return None
         ranks = {r["size"] / (r["count"] * TYPE_SIZE[r["type"]]) for r in rows}
-        if ranks == {1.0}:
-            if any((r["ip_wrong"] == "N/A") != (r["oop_wrong"] == "N/A") for r in rows):
-                return None  # sendrecv prints the same columns, and skips its in-place check
-            return "all_reduce"
-        if len(ranks) == 1 and next(iter(ranks)).is_integer():
-            return "reduce_scatter"
-        return None
+        shared = ranks != {1.0}
+        if shared and not (len(ranks) == 1 and next(iter(ranks)).is_integer()):
+            return None
+        if not shared and any((r["ip_wrong"] == "N/A") != (r["oop_wrong"] == "N/A") for r in rows):
+            return None  # sendrecv prints the same columns, and skips its in-place check
+        fits = [c.name for c in TABLE.values() if c.reduces and c.root < 0 and c.shared == shared]
+        return fits[0] if len(fits) == 1 else None
 
     def result(self) -> dict[str, Any] | None:
         if not self.seen and not (self.run_header and (self.pending or self.collective)):

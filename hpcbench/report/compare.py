@@ -20,7 +20,7 @@ from hpcbench.figures.baseline import scaling_label
 from hpcbench.figures.samples import axis_values
 from hpcbench.plan.fields import BY_NAME, POINT_KEY
 from hpcbench.report.fmt import num
-from hpcbench.report.tables_allreduce import curves
+from hpcbench.report.tables_collectives import curves
 from hpcbench.stats import t975, welch
 from hpcbench.tabular import Table
 
@@ -117,7 +117,7 @@ def compare_paths(old: str, new: str, fmt: str, cluster: str | None = None, out:
     """`summarize --compare OLD NEW`: the table in ``fmt``; with ``out``, compare.md and compare.csv there too."""
     from hpcbench.figures.aggregate import aggregate
     from hpcbench.files import atomic_write_text
-    from hpcbench.report.inputs import load
+    from hpcbench.figures.inputs import load
 
     table = compare(*(aggregate(load([p], cluster).samples) for p in (old, new)))
     fmt = "github" if fmt == "markdown" else fmt

@@ -20,10 +20,10 @@ PLOT_TITLES = {
 
 def plot_title(name: str) -> str:
     """A plot's heading; <collective>_busbw.png for each collective besides all_reduce."""
-    from hpcbench.report.tables_allreduce import TITLES
+    from hpcbench.collectives import TABLE
 
     collective = name.removesuffix("_busbw.png")
-    return PLOT_TITLES.get(name) or (f"{TITLES[collective]} bus bandwidth" if collective in TITLES else name)
+    return PLOT_TITLES.get(name) or (f"{TABLE[collective].title} bus bandwidth" if collective in TABLE else name)
 
 
 def _sources(report: Report) -> list[str]:

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from hpcbench.collectives import TABLE
 from hpcbench.figures.aggregate import Agg
 from hpcbench.figures.baseline import scaling_label, series_key
 from hpcbench.report.fmt import size
 from hpcbench.report.names import names_apart, network, unit, what
-from hpcbench.report.tables_allreduce import FACTORS, SIZES, TITLES, curves, present, without_figures
+from hpcbench.report.tables_collectives import Peaks, curves, peak_of, present, without_figures
 from hpcbench.report.tables_scaling import train
 
 MANY = 6  # series beyond which the legend gets one "ideal" entry instead of one per series
@@ -161,7 +162,7 @@ def _binary_sizes(ax: Any) -> None:
         label.set_fontsize(7)
 
 
-def collective_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None,
+def collective_bw(aggs: list[Agg], peaks: Peaks | None = None,
                   collective: str = "all_reduce") -> Any:
     """busbw per size of one collective; where the slowest link's peak is known, a dashed line at it in the
     series' colour and the largest size's share of it, so a curve is read against what the hardware can do."""
@@ -173,7 +174,7 @@ def collective_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = No
         if not pts:
             continue
         line = ax.plot(*zip(*pts), marker=".", label=name)[0]
-        peak = (peaks or {}).get(id(a), (None, ""))[0]
+        peak = peak_of(peaks, a)[0]
         if peak is None:
             continue
         if peak.gbps not in drawn:  # one line per distinct peak, however many series share it
@@ -187,8 +188,9 @@ def collective_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = No
         ax.plot([], [], "x", color="red", label=f"no figures: {a.name}: {a.state}")
     _binary_sizes(ax)
     ax.set_yscale("log")
-    ax.set(title=f"{TITLES[collective]} bus bandwidth vs message size (log-log; busbw = algbw × "
-           f"{FACTORS[collective]})", xlabel="message size" + (" (whole buffer)" if collective in SIZES else ""),
+    c = TABLE[collective]
+    ax.set(title=f"{c.title} bus bandwidth vs message size (log-log; busbw = algbw × {c.formula})",
+           xlabel="message size" + (" (whole buffer)" if c.size else ""),
            ylabel="busbw (GB/s, log scale)")
     ax.title.set_fontsize(10)
     _finish(ax)
@@ -196,7 +198,7 @@ def collective_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = No
     return fig
 
 
-def allreduce_bw(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> Any:
+def allreduce_bw(aggs: list[Agg], peaks: Peaks | None = None) -> Any:
     return collective_bw(aggs, peaks, "all_reduce")
 
 
@@ -286,7 +288,7 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def write_all(aggs: list[Agg], out: Path, baseline_mode: str,
-              peaks: dict[int, tuple[Any, str]] | None = None) -> dict[str, str]:
+              peaks: Peaks | None = None) -> dict[str, str]:
     """Draw every plot that has data into ``out``; return file name -> a note (written, or why not).
     Besides the allreduce plots, each other collective the run measured gets its own busbw plot."""
     done: dict[str, str] = {}

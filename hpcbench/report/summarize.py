@@ -12,18 +12,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcbench.figures import baseline as baseline_mod
-from hpcbench.figures.aggregate import Agg, aggregate
+from hpcbench.figures.aggregate import Agg, aggregate, point_key
+from hpcbench.figures.inputs import Inputs
 from hpcbench.figures.samples import OTHERS
+from hpcbench.figures.study import study
 from hpcbench.files import atomic_write_text
 from hpcbench.report import headlines
-from hpcbench.report.inputs import Inputs, load
 from hpcbench.report.tidy import TIDY_COLUMNS, tidy_columns, tidy_row
 from hpcbench.rundir import RunDir
 from hpcbench.tabular import Table, format_table
 
 if TYPE_CHECKING:  # explain is imported when a report is made
     from hpcbench.explain import PointWhy
-    from hpcbench.explain.links import Peak
+    from hpcbench.report.tables_collectives import Peaks
 
 # The short table `hpcbench sweep --wait` prints when the run ends.
 TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
@@ -32,10 +33,10 @@ TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks"
                  "speedup", "efficiency", "reason")
 
 
-def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> dict[int, tuple[Peak | None, str]]:
-    """id(point) -> (the slowest link's peak or None, why it is not known), for the table and the plot (explain
-    gives one PointWhy per point, in order)."""
-    return {id(a): (w.peak, w.peak_why) for a, w in zip(aggs, why, strict=True)}
+def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> Peaks:
+    """Each point's slowest link's peak (or why it is not known), for the table and the plot, by the point's key
+    (explain gives one PointWhy per point, in order)."""
+    return {point_key(a.first): (w.peak, w.peak_why) for a, w in zip(aggs, why, strict=True)}
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Report:
     def partial(self) -> bool:
         return self.inputs.partial
 
-    def peaks(self) -> dict[int, tuple[Peak | None, str]]:
+    def peaks(self) -> Peaks:
         return peaks_of(self.aggs, self.why)
 
     def tidy(self) -> list[dict[str, Any]]:
@@ -80,22 +81,20 @@ class Report:
 
 
 def make_report(paths: list[str | Path], baseline: str = "auto", references: str | Path | None = None,
-                cluster: str | None = None, inputs: Inputs | None = None,
-                allreduce_file: str | Path | None = None) -> Report:
+                cluster: str | None = None, inputs: Inputs | None = None) -> Report:
     """The whole report of runs and logs: their points, baselines, findings and tables (``write`` puts it on disk)."""
     from hpcbench.explain import explain
     from hpcbench.explain.inputs import subjects
     from hpcbench.report import references as refs_mod
-    from hpcbench.report.tables_allreduce import collective_tables
+    from hpcbench.report.tables_collectives import collective_tables
     from hpcbench.report.tables_env import environment
     from hpcbench.report.tables_scaling import comm_compute, gpu_util, intra_inter, placement
     from hpcbench.report.tables_transport import transports
 
     refs = refs_mod.load(references) if references else None  # a bad file is an error before any work
-    inputs = inputs or load(paths, cluster)
-    aggs = aggregate(inputs.samples)
-    base = baseline_mod.apply(aggs, baseline)
-    why = explain(subjects(aggs), allreduce_file)
+    st = study(paths, cluster, baseline, inputs)
+    inputs, aggs, base = st.inputs, st.aggs, st.baseline
+    why = explain(subjects(aggs))
     intra, inter = intra_inter(aggs)
     for t in (intra, inter):
         t.notes += base.missing
@@ -165,7 +164,7 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
 
 def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
     """The short table `hpcbench sweep --wait` prints when a run ends; writes summary.csv into the run directory."""
-    from hpcbench.report.inputs import run_samples
+    from hpcbench.figures.inputs import run_samples
 
     samples = run_samples(rd)
     baseline_mod.apply(aggregate(samples), "auto")

@@ -4,25 +4,29 @@ else for each."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hpcbench.figures.aggregate import Agg, mean
+from hpcbench.collectives import TABLE
+from hpcbench.figures.aggregate import Agg, mean, point_key
+from hpcbench.plan.fields import BY_NAME
 from hpcbench.report.fmt import clip, duration_us, num, size
 from hpcbench.report.names import names_apart, point_name
 from hpcbench.tabular import Table
-from hpcbench.collectives import TABLE
 from hpcbench.vocab import COLLECTIVES, UNSUPPORTED
 
+if TYPE_CHECKING:  # explain is imported when a report is made
+    from hpcbench.explain.links import Peak
+
 Curve = dict[int, tuple[float, float, float]]  # size -> (busbw GB/s, algbw GB/s, time us), averaged over repeats
-TITLES = {c.name: c.title for c in TABLE.values()}
-FACTORS = {c.name: c.formula for c in TABLE.values()}  # busbw = algbw x this: nccl-tests' GetBw of each
 HEADING = "busbw (algbw) GB/s, time per operation"  # each cell: "0.92 (0.91), 1.14 ms"
-SIZES = {c.name: c.size for c in TABLE.values() if c.size}  # where the size is not one rank's buffer
+DEFAULT: str = BY_NAME["collective"].default  # what records and logs that name no collective measured
+# a point (the key its repeats share: aggregate.point_key) -> (its slowest link's peak or None, why it is not known)
+Peaks = dict[tuple[Any, ...], "tuple[Peak | None, str]"]
 
 
 def collective_of(a: Any) -> str:
-    """The collective a communication point measured (all_reduce for records and logs that name none)."""
-    return a.collective or "all_reduce"
+    """The collective a communication point measured (the default one for records and logs that name none)."""
+    return a.collective or DEFAULT
 
 
 def present(aggs: list[Agg]) -> list[str]:
@@ -53,7 +57,11 @@ def curves(aggs: list[Agg], collective: str | None = None) -> list[tuple[str, Ag
     return out  # type: ignore[return-value]
 
 
-def _of_peak(curve: Curve, peak: Any) -> str:
+def peak_of(peaks: Peaks | None, a: Agg) -> tuple[Peak | None, str]:
+    return (peaks or {}).get(point_key(a.first), (None, ""))
+
+
+def _of_peak(curve: Curve, peak: Peak | None) -> str:
     """The largest size's busbw against the peak of the slowest link the traffic crosses."""
     top = curve[max(curve)][0] if curve else None
     if peak is None or top is None:
@@ -61,28 +69,27 @@ def _of_peak(curve: Curve, peak: Any) -> str:
     return f"{top / peak.gbps:.0%} of {peak.gbps:g} GB/s"
 
 
-def collective_table(aggs: list[Agg], collective: str, peaks: dict[int, tuple[Any, str]] | None = None) -> Table:
+def collective_table(aggs: list[Agg], collective: str, peaks: Peaks | None = None) -> Table:
     data = curves(aggs, collective)
-    peaks = peaks or {}
     sizes = sorted({k for _, _, c in data for k in c})
     rows = [[size(n), *(f"{num(c[n][0])} ({num(c[n][1])}), {duration_us(c[n][2])}" if n in c else "—"
                         for _, _, c in data)] for n in sizes]
     if rows:  # speed of light: where the link is known, how close the largest message came to it
-        rows.append(["largest size vs link peak", *(_of_peak(c, peaks.get(id(a), (None, ""))[0]) for _, a, c in data)])
-    title = TITLES[collective]
-    t = Table("allreduce" if collective == "all_reduce" else collective, f"{title} bandwidth: {HEADING}",
+        rows.append(["largest size vs link peak", *(_of_peak(c, peak_of(peaks, a)[0]) for _, a, c in data)])
+    c = TABLE[collective]
+    t = Table("allreduce" if collective == "all_reduce" else collective, f"{c.title} bandwidth: {HEADING}",
               ["message size", *(name for name, _, _ in data)], rows, empty=f"no {collective} points")
     wrong = sorted({a.label for _, a, _ in data for s in a.samples for r in s.allreduce
                     if r.wrong > 0 or (r.oop_wrong or 0) > 0})
     if rows:
-        t.notes.append(f"algbw = bytes / time; busbw = algbw × {FACTORS[collective]} (nccl-tests' definitions for "
+        t.notes.append(f"algbw = bytes / time; busbw = algbw × {c.formula} (nccl-tests' definitions for "
                        f"{collective}); out-of-place figures for nccl-tests logs"
-                       + (f"; size = {SIZES[collective]}" if collective in SIZES else ""))
+                       + (f"; size = {c.size}" if c.size else ""))
     if wrong:
         t.notes.append(f"wrong results (elements that differ from the exact result, in or out of place) in: "
                        f"{', '.join(wrong)} (see hpcbench explain)")
     for name, a, _ in data:
-        peak, why = peaks.get(id(a), (None, ""))
+        peak, why = peak_of(peaks, a)
         t.notes.append(f"link peak of {name}: " + (f"{peak.gbps:g} GB/s, {peak.link} ({peak.source})" if peak
                                                      else f"unknown: {why}" if why else "not looked up"))
     # a point without figures has no column to be in: it is said here, never dropped
@@ -91,6 +98,6 @@ def collective_table(aggs: list[Agg], collective: str, peaks: dict[int, tuple[An
     return t
 
 
-def collective_tables(aggs: list[Agg], peaks: dict[int, tuple[Any, str]] | None = None) -> list[Table]:
-    """One table per collective the run measured; the allreduce table alone (empty) when it measured none."""
-    return [collective_table(aggs, c, peaks) for c in present(aggs) or ["all_reduce"]]
+def collective_tables(aggs: list[Agg], peaks: Peaks | None = None) -> list[Table]:
+    """One table per collective the run measured; the default one's table alone (empty) when it measured none."""
+    return [collective_table(aggs, c, peaks) for c in present(aggs) or [DEFAULT]]

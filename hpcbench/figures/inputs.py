@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from hpcbench import records
 from hpcbench.errors import ConfigError, HpcbenchError, NoSuchFile, SchemaError
 from hpcbench.figures.samples import Sample, from_record
-from hpcbench.report.foreign import log_samples
+from hpcbench.figures.foreign import log_samples
 from hpcbench.rundir import PointPaths, RunDir
 
 if TYPE_CHECKING:
