@@ -276,6 +276,9 @@ def test_gather_the_newest_entry_runs_on_three_gloo_ranks_with_every_result_chec
                   'max_bytes = "64K"\nstep_factor = 16\nwarmup_iters = 1\niters = 2\n[matrix]\nranks_per_node = [3]\n')
     proc = cli("sweep", str(sweep), "--backend", "local", "--run-dir", str(tmp_path / "run"), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The end-of-sweep table names what was measured: the collective, not an empty model column.
+    head, _, row = proc.stdout.splitlines()[-5:-2]
+    assert "collective" in head.split() and "model" not in head.split() and row.split()[2] == "gather", proc.stdout
     rd = RunDir.open(tmp_path / "run")
     [p] = rd.points()
     rec = ResultRecord.from_dict(json.loads(rd.point(p).result.read_text()))

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from conftest import REPO
+from conftest import REPO, write
 
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import load, parse
@@ -73,3 +73,20 @@ def test_a_plan_written_under_the_kinds_first_name_reads_as_the_collective_kind(
     [p] = expand(parse('[workload]\nkind = "collective"\ncollective = "all_gather"\n', "g.toml"))
     old = {**p.to_dict(), "kind": "allreduce", "model": "allreduce"}  # what expand.py wrote into plan.json then
     assert Point.from_dict(old) == p and p.model is None
+
+
+def test_the_plan_table_shows_the_parameters_that_apply_to_its_kinds(cli, tmp_path):
+    """A collective sweep's table names each point's collective and has no empty model or batch column; a training
+    sweep's has its model and batch, and no collective column."""
+    coll = write(tmp_path / "c.toml", '[workload]\nkind = "collective"\n[matrix]\ncollective = ["all_reduce", "gather"]\n')
+    train = write(tmp_path / "t.toml", '[workload]\nmodel = "mlp"\n')
+    heads = {}
+    for f in (coll, train):
+        out = cli("plan", str(f), "--runs-root", str(tmp_path / "runs"))
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        heads[f.stem] = lines[1].split()
+        heads[f.stem + "-rows"] = lines[3:5] if f is coll else lines[3:4]
+    assert "collective" in heads["c"] and "model" not in heads["c"] and "batch_size" not in heads["c"]
+    assert [row.split()[heads["c"].index("collective")] for row in heads["c-rows"]] == ["all_reduce", "gather"]
+    assert "model" in heads["t"] and "batch_size" in heads["t"] and "collective" not in heads["t"]

@@ -21,7 +21,7 @@ PLAN_ROWS_SHOWN = 200  # a 10,000-row table helps nobody on a terminal; plan.jso
 
 def cmd_sweep(args: Args) -> int:
     from hpcbench.plan import spec as spec_mod
-    from hpcbench.plan.expand import PLAN_COLUMNS, plan_rows
+    from hpcbench.plan.expand import plan_columns, plan_rows
     from hpcbench.submit.registry import create
     from hpcbench.submit.runner import SweepOptions, prepare
     from hpcbench.tabular import format_table
@@ -36,7 +36,7 @@ def cmd_sweep(args: Args) -> int:
     rd, points, python = prepare(spec, opts)
     echo(f"sweep {spec.sweep.name}: {len(points)} points -> {rd.root}")
     shown = points[:PLAN_ROWS_SHOWN]
-    echo(format_table(plan_rows(shown), PLAN_COLUMNS))
+    echo(format_table(plan_rows(shown), plan_columns(points)))
     if len(shown) < len(points):
         echo(f"... and {len(points) - len(shown)} more points (all of them in {rd.plan_json})")
     if backend is None:

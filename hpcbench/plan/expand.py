@@ -20,7 +20,7 @@ from typing import Any
 from hpcbench.errors import ConfigError
 from hpcbench.plan._generated import Point
 from hpcbench.plan.axes import is_env
-from hpcbench.plan.fields import JOB_SETTINGS, PARAMS, POINT_SETTINGS, STANDING, id_params
+from hpcbench.plan.fields import BY_NAME, JOB_SETTINGS, PARAMS, POINT_SETTINGS, STANDING, id_params
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.vocab import DATASET_SHAPES, MODELS, NO_FRAMEWORK
 
@@ -162,6 +162,13 @@ def _check_point(spec: SweepSpec, values: dict[str, Any], p: dict[str, Any]) -> 
 
 
 PLAN_COLUMNS = ("id", "label", *(p.name for p in PARAMS if p.column), "world_size")
+
+
+def plan_columns(points: list[Point]) -> tuple[str, ...]:
+    """The plan table's columns for these points: a parameter's only where it applies to one of their kinds (a
+    collective sweep shows its collective, not an empty model column)."""
+    kinds = {p.kind for p in points}
+    return tuple(c for c in PLAN_COLUMNS if c not in BY_NAME or any(BY_NAME[c].applies(k) for k in kinds))
 
 
 def plan_rows(points: list[Point]) -> list[dict[str, Any]]:

@@ -143,7 +143,7 @@ PARAMS: tuple[Param, ...] = (
     Param("warmup_iters", 5, c.integer(0), "untimed operations per size (-w)", type=int, kinds=COLLECTIVE),
     Param("iters", 20, c.integer(1), "timed operations per size (-n)", type=int, kinds=COLLECTIVE),
     Param("collective", "all_reduce", c.choice(COLLECTIVES, "collective"), "which collective (nccl-tests' name)",
-          kinds=COLLECTIVE, quiet=True, role="series"),
+          kinds=COLLECTIVE, quiet=True, role="series", column="collective"),
 )
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
 NAMES = tuple(BY_NAME)

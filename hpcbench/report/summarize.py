@@ -17,6 +17,7 @@ from hpcbench.figures.inputs import Inputs
 from hpcbench.figures.samples import OTHERS
 from hpcbench.figures.study import study
 from hpcbench.files import atomic_write_text
+from hpcbench.plan.fields import BY_NAME
 from hpcbench.report import headlines
 from hpcbench.report.tidy import TIDY_COLUMNS, tidy_columns, tidy_row
 from hpcbench.rundir import RunDir
@@ -27,10 +28,10 @@ if TYPE_CHECKING:  # explain is imported when a report is made
     from hpcbench.report.tables_collectives import Peaks
 
 # The short table `hpcbench sweep --wait` prints when the run ends.
-TABLE_COLUMNS = ("framework", "backend", "model", "nodes", "ranks_per_node", "world_size", "state", "step_time_ms",
-                 "throughput", "speedup", "efficiency", "reason")
-TABLE_HEADERS = ("framework", "backend", "model", "nodes", "ranks/node", "ranks", "state", "step ms", "samples/s",
-                 "speedup", "efficiency", "reason")
+TABLE_COLUMNS = ("framework", "backend", "model", "collective", "nodes", "ranks_per_node", "world_size", "state",
+                 "step_time_ms", "throughput", "speedup", "efficiency", "reason")
+TABLE_HEADERS = ("framework", "backend", "model", "collective", "nodes", "ranks/node", "ranks", "state", "step ms",
+                 "samples/s", "speedup", "efficiency", "reason")
 
 
 def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> Peaks:
@@ -175,9 +176,14 @@ def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, A
     from hpcbench.report.fmt import clip
 
     shown = [dict(r, reason=clip(r.get("reason"), 70) or None) for r in rows]
+    # A parameter's column only where it applies to one of the run's kinds (a collective's, not an empty model).
+    kinds = {s.kind for s in samples}
+    heads = [(c, h) for c, h in zip(TABLE_COLUMNS, TABLE_HEADERS, strict=True)
+             if c not in BY_NAME or any(BY_NAME[c].applies(k) for k in kinds)]
     # The parameters and axes that vary in this run have a column too: no two rows of different points look alike.
-    extra = [c for c in (*OTHERS, *columns[len(TIDY_COLUMNS):]) if len({repr(r.get(c)) for r in rows}) > 1]
-    at = TABLE_COLUMNS.index("nodes")
-    return format_table(shown, (*TABLE_COLUMNS[:at], *extra, *TABLE_COLUMNS[at:]),
-                        (*TABLE_HEADERS[:at], *extra, *TABLE_HEADERS[at:])), rows
+    extra = [(c, c) for c in (*OTHERS, *columns[len(TIDY_COLUMNS):])
+             if c not in TABLE_COLUMNS and len({repr(r.get(c)) for r in rows}) > 1]
+    at = next(i for i, (c, _) in enumerate(heads) if c == "nodes")
+    heads[at:at] = extra
+    return format_table(shown, tuple(c for c, _ in heads), tuple(h for _, h in heads)), rows
 
