@@ -1,4 +1,5 @@
-"""Backends come from the hpcbench.backends entry points: the built-ins, and a site's package installed with pip."""
+"""Backends: the built-ins (submit/registry.py) and a site's package, installed with pip, found through the
+hpcbench.backends entry points."""
 from __future__ import annotations
 
 import csv
@@ -124,3 +125,17 @@ def test_a_broken_backend_package_is_skipped_unless_named(tmp_path):
                         r"ModuleNotFoundError: No module named 'no_such_pkg'", out[3])
     warned = [line for line in proc.stderr.splitlines() if "'broken'" in line]
     assert len(warned) == 1 and warned[0].startswith("hpcbench: warning: backend 'broken'"), proc.stderr
+
+
+def test_resubmitting_a_run_whose_backend_is_not_installed_says_so(cli, tmp_path):
+    """The run's own backend is the default of resubmit: where it is not installed, the error names it and what to do,
+    instead of an unknown --backend the user never gave."""
+    sweep = write(tmp_path / "s.toml", SWEEP)
+    assert cli("plan", str(sweep), "--run-dir", str(tmp_path / "run")).returncode == 0
+    rd = RunDir.open(tmp_path / "run")
+    for p in rd.points():
+        rd.record("submitted", p.id, job_id=f"x-{p.id}", backend="gone")
+    proc = cli("resubmit", str(rd.root), "--state", "MISSING,UNKNOWN,FAILED")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{rd.root} was submitted with backend 'gone', which is not installed here" in proc.stderr
+    assert "give --backend (one of: auto, local, sbatch, submitit)" in proc.stderr

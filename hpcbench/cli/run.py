@@ -148,7 +148,8 @@ def cmd_resubmit(args: Args) -> int:
     from hpcbench.plan.expand import current_jobs
     from hpcbench.rundir import RunDir
     from hpcbench.states import parse_states
-    from hpcbench.submit.registry import AUTO, create
+    from hpcbench.errors import ConfigError
+    from hpcbench.submit.registry import AUTO, create, names
     from hpcbench.submit.runner import render_all, reopen_spec
     from hpcbench.submit.submission import states_of
 
@@ -157,7 +158,11 @@ def cmd_resubmit(args: Args) -> int:
     spec = reopen_spec(rd, profile_arg(args.cluster))
     used = [s["backend"] for s in rd.submissions().values() if s.get("backend")]
     # Without --backend, the backend the run was submitted with (the one most of its points used).
-    backend = create(args.backend or (max(set(used), key=used.count) if used else AUTO), args.hold)
+    own = max(set(used), key=used.count) if used else AUTO
+    if args.backend is None and own not in names():
+        raise ConfigError(f"{rd.root} was submitted with backend {own!r}, which is not installed here",
+                          hint=f"install the package that provides it, or give --backend (one of: {', '.join(names())})")
+    backend = create(args.backend or own, args.hold)
     backend.check(spec)
     python = spec.slurm.python or sys.executable
     render_all(spec, rd, current_jobs(spec, rd.points()), python)
