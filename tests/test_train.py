@@ -199,6 +199,14 @@ nodes = [1, 2]
     gloo2 = next(p for p in rd.points() if (p.framework, p.backend, p.nodes) == ("horovod", "gloo", 2))
     assert "MPI_ALLREDUCE" in rd.point(mpi2).timeline.read_text()
     assert "GLOO_ALLREDUCE" in rd.point(gloo2).timeline.read_text()
+    # explain says the timeline was recorded inside the timed steps, for Horovod's points only (DDP writes none).
+    from hpcbench.explain import explain_paths
+
+    timed = {w.label: [f for f in w.findings if f.rule == "timeline"] for w in explain_paths([str(rd.root)])}
+    assert {label for label, found in timed.items() if found} == {p.label for p in rd.points()
+                                                                  if p.framework == "horovod"}
+    assert all(f.evidence == "result.json timeline" and "timeline = false" in f.fix
+               for found in timed.values() for f in found)
 
 
 
