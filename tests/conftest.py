@@ -43,6 +43,16 @@ def nothing_written_into_the_repository():
     assert not new, f"the tests wrote into the repository: {new[:10]}"
 
 
+@pytest.fixture(autouse=True)
+def close_figures():
+    """Tests that look at a plot keep its figure; pyplot holds every one until closed, so each test's are closed
+    after it (pyplot is not imported here for tests that draw nothing)."""
+    yield
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")
+
+
 def run_cli(*args: str, cwd: Path | None = None, module: str = "hpcbench", timeout: float = 600,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run hpcbench as a user would, in a fresh interpreter."""
