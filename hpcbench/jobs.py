@@ -8,7 +8,6 @@ another scheduler folds its own words onto them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from hpcbench.errors import SchedulerError
 from hpcbench.rundir import PointPaths
@@ -35,18 +34,6 @@ class Job:
     def active(self) -> bool:
         """Waiting or running: cancelling it means something."""
         return self.state in SLURM_ACTIVE
-
-    @property
-    def dir(self) -> Path | None:
-        return None if self.paths is None else self.paths.dir
-
-    @property
-    def stdout(self) -> Path | None:
-        return None if self.paths is None else self.paths.stdout(self.id)
-
-    @property
-    def stderr(self) -> Path | None:
-        return None if self.paths is None else self.paths.stderr(self.id)
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def create(name: str, hold: bool = False) -> Backend:
     if not backend.name:  # a factory such as auto returns a backend already named
         backend.name = name
     if hold and not backend.holds:
-        raise ConfigError(f"--hold needs a backend that can hold its jobs ({able_list(lambda b: b.holds)}), "
+        raise ConfigError(f"--hold needs a backend that can hold its jobs ({', '.join(able(lambda b: b.holds)) or 'none installed'}), "
                           f"not {backend.name!r}", hint=use(lambda b: b.holds, "add"))
     backend.hold = hold
     return backend
@@ -95,10 +95,6 @@ def known(name: str) -> Backend | None:
 def able(can: Callable[[Backend], bool]) -> list[str]:
     """The installed backends that can do something (``lambda b: b.packs``), for hints; ``auto`` left out."""
     return [n for n in names() if (b := known(n)) is not None and can(b)]
-
-
-def able_list(can: Callable[[Backend], bool]) -> str:
-    return ", ".join(able(can)) or "none installed"
 
 
 def use(can: Callable[[Backend], bool], verb: str = "run with") -> str | None:
