@@ -73,20 +73,22 @@ def cli_page() -> str:
 
 # --- the sweep file -----------------------------------------------------------------------------------------
 def _check_text(check: Callable[..., Any]) -> str:
-    """What a field's checker accepts, from the checker itself: its name, and for a closure the values it holds."""
+    """What a field's checker accepts, read from the checker itself: its name, and for one made by a factory
+    (choice, integer, string) the values it closes over."""
+    from hpcbench.plan.checks import MAX_COUNT
+
     name = getattr(check, "__qualname__", repr(check)).split(".<locals>")[0]
     code = getattr(check, "__code__", None)
-    cells = zip(code.co_freevars, getattr(check, "__closure__", None) or ()) if code else ()
-    held = []
-    for var, cell in cells:
-        v = cell.cell_contents
-        if isinstance(v, (int, str)) and not isinstance(v, bool) and v != "":
-            held.append(f"{var}={v}")
-        elif isinstance(v, (tuple, list, frozenset, set)) and all(isinstance(x, str) for x in v):
-            held.append(f"{var}: " + ", ".join(sorted(v)))
-        elif hasattr(v, "pattern"):
-            held.append(f"{var}=/{v.pattern}/")
-    return f"{name}({', '.join(held)})" if held else name
+    held = {var: cell.cell_contents for var, cell in
+            zip(code.co_freevars if code else (), getattr(check, "__closure__", None) or ())}
+    if name == "choice" and "choices" in held:
+        return "one of: " + ", ".join(sorted(held["choices"]))
+    if name == "integer" and "minimum" in held:
+        top = held.get("maximum", MAX_COUNT)
+        return f"integer ≥ {held['minimum']}" + (f" and ≤ {top}" if top != MAX_COUNT else "")
+    if name == "string" and getattr(held.get("pattern"), "pattern", None):
+        return f"text matching /{held['pattern'].pattern}/"
+    return name
 
 
 def _type_text(t: Any) -> str:
@@ -205,8 +207,8 @@ def _dataclass_table(cls: type) -> str:
     notes = _comments(cls)
     rows = []
     for f in fields(cls):
-        default = "required" if f.default is MISSING and f.default_factory is MISSING else (
-            _code(f.default) if f.default is not MISSING else f"`{f.default_factory.__name__}()`")  # type: ignore[misc]
+        factory = getattr(f.default_factory, "__name__", None)
+        default = _code(f.default) if f.default is not MISSING else f"`{factory}()`" if factory else "required"
         rows.append([f"`{f.name}`", f"`{f.type}`", default, notes.get(f.name, "")])
     return _table(["field", "type", "default", "meaning"], rows)
 
