@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # explain is imported when a report is made
 TABLE_COLUMNS = ("framework", "backend", "model", "collective", "nodes", "ranks_per_node", "world_size", "state",
                  "step_time_ms", "throughput", "speedup", "efficiency", "reason")
 TABLE_HEADERS = ("framework", "backend", "model", "collective", "nodes", "ranks/node", "ranks", "state",
-                 "step ms ± 95% CI", "samples/s (95% interval)", "speedup", "efficiency", "reason")
+                 "step ms ± 95% CI", "samples/s (95% CI)", "speedup", "efficiency", "reason")
 
 
 def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> Peaks:
