@@ -27,34 +27,34 @@ SHOWN_LINES = 40  # an output longer than this is cut, and the page says how man
 
 # (text before the command, the command as typed, whether it must exit 0)
 STEPS: list[tuple[str, str, bool]] = [
-    ("## 1. A cluster to try it on\n\n"
+    (("## 1. A cluster to try it on\n\n"
      "`hpcbench minicluster up` starts a real Slurm on this machine: `munged`, `slurmctld` and two `slurmd`, "
      "`node1` and `node2`, both on 127.0.0.1 (as root; it does nothing when they already run). Both nodes share "
-     "this host's CPUs, which the report and `explain` will point out.",
+     "this host's CPUs, which the report and `explain` will point out."),
      "hpcbench minicluster up", True),
-    ("## 2. The study\n\n"
+    (("## 2. The study\n\n"
      "`sweeps/ci.toml` asks for DDP over Gloo on the CPU, a small MLP, at 1 and 2 nodes × 1 and 2 ranks per "
      "node: four points. `hpcbench plan` prints the matrix and writes each point's job script without "
-     "submitting anything (`runs/<name>-<time>/points/*/job.sh`, plain Slurm scripts you could `sbatch` by hand).",
+     "submitting anything (`runs/<name>-<time>/points/*/job.sh`, plain Slurm scripts you could `sbatch` by hand)."),
      "cat sweeps/ci.toml", True),
     ("", "hpcbench plan sweeps/ci.toml", True),
-    ("## 3. Run it\n\n"
+    (("## 3. Run it\n\n"
      "`--wait` submits the four jobs, follows them with one `squeue` call per poll, and prints the short table "
-     "when every point is final. Step time and throughput carry their 95% intervals.",
+     "when every point is final. Step time and throughput carry their 95% intervals."),
      "hpcbench sweep sweeps/ci.toml --wait --run-dir runs/lab", True),
     ("`hpcbench status` asks the scheduler again, at any time, and says each point's state and reason:",
      "hpcbench status runs/lab", True),
-    ("## 4. The report\n\n"
+    (("## 4. The report\n\n"
      "`summarize` reads only the disk: the records, the exit codes, the ledger. It prints every table, and writes "
      "`report.md`, the plots, `records.csv` and, with `--html`, `report.html`: the same report as one web page "
-     "with the plots inside, that works offline (see [the report as a web page](howto/web.md)).",
+     "with the plots inside, that works offline (see [the report as a web page](howto/web.md))."),
      "hpcbench summarize runs/lab --html --no-history", True),
-    ("The report as a browser shows it (`runs/lab/report/report.html`, a screenshot taken by headless Chromium):\n\n"
+    (("The report as a browser shows it (`runs/lab/report/report.html`, a screenshot taken by headless Chromium):\n\n"
      "![report.html of this run](img/report.png)\n\n"
      "## 5. Why it scales as it does\n\n"
      "`explain` ranks each point's findings, most costly first, each with its evidence (a log's `file:line`, or "
      "the record field it read) and its fix. On the minicluster it finds what is true of it: the two \"nodes\" "
-     "are one host whose two CPUs all ranks share. Exit status 1 means a finding is an error.",
+     "are one host whose two CPUs all ranks share. Exit status 1 means a finding is an error."),
      "hpcbench explain runs/lab", False),
 ]
 
@@ -87,7 +87,7 @@ def run_step(cmd: str, cwd: Path, hpcbench: list[str]) -> tuple[int, str]:
     if argv[0] == "hpcbench":
         argv = hpcbench + argv[1:]
     env = dict(os.environ, COLUMNS="120")
-    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
+    proc = subprocess.run(argv, check=False, cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
     return proc.returncode, (proc.stdout + proc.stderr).replace(str(cwd), "~/lab")
 
 
@@ -168,7 +168,7 @@ def skeleton(page: str) -> list[str]:
     times and ids masked (they differ on every run)."""
     out, lines = [], page.split("\n")
     for i, line in enumerate(lines):
-        if line.startswith("#") or line.startswith("$ "):
+        if line.startswith(("#", "$ ")):
             out.append(line)
             # minicluster up says whether it was up already: that depends on the machine, not on hpcbench
             if line.startswith("$ ") and "minicluster" not in line and i + 1 < len(lines):

@@ -95,7 +95,8 @@ def test_report_html_of_real_logs_offline(cli, browser, tmp_path):
 def dated_run(tmp_path, day, thr):
     p = point(nodes=2, rpn=1)
     rd = make_run(tmp_path / f"run{day}", [(p, record(p, thr))])
-    atomic_write_json(rd.point(p).provenance(0), provenance(0, "node1", "550", finished_at=f"2026-11-{day:02d}T10:00:00+00:00"))
+    atomic_write_json(rd.point(p).provenance(0),
+                      provenance(0, "node1", "550", finished_at=f"2026-11-{day:02d}T10:00:00+00:00"))
     return rd
 
 
@@ -111,7 +112,8 @@ def test_history_site_links_every_point_to_its_runs_reports(cli, browser, tmp_pa
     assert proc.returncode == 0, proc.stdout + proc.stderr
     errors, broken = load(browser, site / "index.html")
     assert not errors and not broken
-    links = browser.execute_script("return Array.from(document.querySelectorAll('td a')).map(a => [a.textContent, a.href])")
+    links = browser.execute_script(
+        "return Array.from(document.querySelectorAll('td a')).map(a => [a.textContent, a.href])")
     assert [t for t, _ in links] == ["OUTSIDE"]  # the one point, flagged
     browser.get(links[0][1])
     errors, broken = load(browser, site / links[0][1].split("/site/")[1])

@@ -60,8 +60,8 @@ def cli_page() -> str:
     ap = build_parser([])
     sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
     out = ["# Command line\n", GENERATED.format(source="hpcbench/cli (VERBS and each verb's arguments)"),
-           "Every verb of `hpcbench`, in the order `hpcbench --help` lists them. Bad input exits 2 with one "
-           "line saying what to do; `--debug` shows the traceback.\n",
+           ("Every verb of `hpcbench`, in the order `hpcbench --help` lists them. Bad input exits 2 with one "
+           "line saying what to do; `--debug` shows the traceback.\n"),
            _table(["verb", "what it does"], [[f"[`{n}`](#{n})", h] for n, h, _, _ in VERBS])]
     for name, help_text, _, _ in VERBS:
         p = sub.choices[name]
@@ -99,12 +99,12 @@ def sweep_page() -> str:
     from hpcbench.plan.fields import PARAMS, SLURM, SWEEP
 
     out = ["# Sweep file keys\n", GENERATED.format(source="hpcbench/plan/fields.py"),
-           "Every key a sweep file takes, with its type, default and the check its value must pass. "
+           ("Every key a sweep file takes, with its type, default and the check its value must pass. "
            "An unknown key is an error that lists the valid ones (exit 2). The tutorial and "
-           "[the sweep guide](../howto/sweeps.md) show them in use.\n",
+           "[the sweep guide](../howto/sweeps.md) show them in use.\n"),
            "## `[workload]` and `[matrix]`: what is measured\n",
-           "A key may vary as a `[matrix]` axis or in a `[[zip]]` unless *axis* says why not. *kinds*: the "
-           "workloads it means something for. *quiet*: in a point's id only when it differs from its default.\n",
+           ("A key may vary as a `[matrix]` axis or in a `[[zip]]` unless *axis* says why not. *kinds*: the "
+           "workloads it means something for. *quiet*: in a point's id only when it differs from its default.\n"),
            _table(["key", "type", "default", "check", "kinds", "axis", "meaning"],
                   [[f"`{p.name}`", _type_text(p.annotation), _code(p.default), f"`{_check_text(p.check)}`",
                     ", ".join(sorted(p.kinds)), ("standing axis" if p.standing else "may vary") if not p.refuse
@@ -112,8 +112,8 @@ def sweep_page() -> str:
                     (" (`[matrix]` only)" if p.where == "matrix" else "")]
                    for p in PARAMS if p.where != "derived"]),
            "## `[slurm]`: how each job is submitted\n",
-           "*axis* `point`: changes what is measured, may be a `[matrix]` axis and is then in the point's id; "
-           "`job`: the scheduler's alone, may move in a `[[zip]]` with a measured key; otherwise never.\n",
+           ("*axis* `point`: changes what is measured, may be a `[matrix]` axis and is then in the point's id; "
+           "`job`: the scheduler's alone, may move in a `[[zip]]` with a measured key; otherwise never.\n"),
            _table(["key", "type", "default", "check", "axis", "meaning"],
                   [[f"`{s.name}`", _type_text(s.type), _code(s.default), f"`{_check_text(s.check)}`",
                     s.axis or f"never: {s.why_not}", s.doc] for s in SLURM]),
@@ -167,12 +167,12 @@ def rules_page() -> str:
     from hpcbench.explain.rules import groups
 
     out = ["# Explain rules\n", GENERATED.format(source="hpcbench/explain/rules/ (each module's RULES)"),
-           "What `hpcbench explain` (and the report's *Why*) checks, module by module in the order their findings "
+           ("What `hpcbench explain` (and the report's *Why*) checks, module by module in the order their findings "
            "are ranked among equals. Each rule is a function of a point's `Context` returning `Finding`s; "
            "adding a rule is adding a module with `RULES`. *evidence* and *fix* are the expressions the rule "
            "fills them from (an f-string shows the values it names). The scaling model's `model` and "
            "`model-gap` findings come from `hpcbench/explain/bounds.py`, described under "
-           "[the model](../explanation/model.md).\n"]
+           "[the model](../explanation/model.md).\n")]
     for g in groups():
         out.append(f"## `{g.module.rsplit('.', 1)[-1]}` (order {g.order}"
                    + (", also on logs that hold only NCCL lines)\n" if g.on_logs_alone else ")\n"))
@@ -219,8 +219,8 @@ def records_page() -> str:
     classes = [v for v in vars(records).values() if isinstance(v, type) and is_dataclass(v)
                and v.__module__ == records.__name__]
     out = ["# Result record\n", GENERATED.format(source="hpcbench/records.py"),
-           f"Each point's ranks write `result.json`, tagged `\"schema\": \"{records.tag(records.RESULT)}\"`. A reader "
-           "refuses a version it does not know. Versions read by this hpcbench:\n",
+           (f"Each point's ranks write `result.json`, tagged `\"schema\": \"{records.tag(records.RESULT)}\"`. A reader "
+           "refuses a version it does not know. Versions read by this hpcbench:\n"),
            _table(["record", "versions read", "written"],
                   [[f"`{n}`", ", ".join(map(str, v)), f"`{records.tag(n)}`"] for n, v in records.KNOWN.items()])]
     for cls in classes:
@@ -239,9 +239,9 @@ def links_page() -> str:
     from hpcbench.explain.links import table
 
     out = ["# Link peaks (`links.toml`)\n", GENERATED.format(source="hpcbench/explain/links.toml"),
-           "The speed of light explain and the report hold busbw against: the unidirectional peak of each link "
+           ("The speed of light explain and the report hold busbw against: the unidirectional peak of each link "
            "kind, in GB/s (1e9 bytes/s, nccl-tests' unit), each with its source and the sentence that supports it. "
-           "How it is used: [busbw and link peaks](../explanation/busbw.md).\n"]
+           "How it is used: [busbw and link peaks](../explanation/busbw.md).\n")]
     rows = []
     for e in table():
         what = "; ".join(f"{k} = {', '.join(map(str, v)) if isinstance(v, list) else v}"

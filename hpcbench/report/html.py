@@ -124,7 +124,8 @@ def _point_page(t: Trend, last_n: int, reports: dict[str, tuple[str | None, str]
     rows = []
     for i, r in enumerate(t.runs):
         link, why = reports.get(r.run, (None, "not recorded"))
-        ref = f'<a href="../{html.escape(link)}">report</a>' if link else f'<span class="muted">{html.escape(why)}</span>'
+        ref = (f'<a href="../{html.escape(link)}">report</a>' if link
+               else f'<span class="muted">{html.escape(why)}</span>')
         latest_flagged = t.flagged and i == len(t.runs) - 1
         mark = "OUTSIDE" if latest_flagged else ""
         cls = ' class="flagged"' if latest_flagged else ""

@@ -251,8 +251,8 @@ def gpu_numa(ctx: Context) -> list[Finding]:
     if ok is False and rec is not None:
         return [Finding(WARNING, "gpu-numa", f"a GPU is fed across the socket link: {rec.gpu_numa_detail}",
                         "put each rank on its GPU's socket: gpu_bind = \"block\" or \"closest\" in the cluster "
-                        "profile (README, GPU binding)", "provenance-rank<N>.json gpu_binding; result.json "
-                        "gpu_numa_detail", subject=ctx.name)]
+                        "profile (docs/howto/site-profile.md, GPU binding)",
+                        "provenance-rank<N>.json gpu_binding; result.json gpu_numa_detail", subject=ctx.name)]
     if ok is None and ctx.point.device == "cuda" and rec is not None:
         return [Finding(INFO, "gpu-numa", f"whether each GPU is on its rank's NUMA node is not known: "
                         f"{getattr(rec, 'gpu_numa_detail', None) or 'the record predates this check'}",
