@@ -12,6 +12,7 @@ import argparse
 import ast
 import inspect
 import io
+import re
 import sys
 import textwrap
 import tokenize
@@ -160,7 +161,15 @@ def _findings_in(fn: Callable[..., Any]) -> list[tuple[str, str, str, str]]:
 
 
 def _first_paragraph(fn: Callable[..., Any]) -> str:
-    return " ".join((inspect.getdoc(fn) or "").split("\n\n")[0].split())
+    """A rule's docstring, first paragraph, with the value of each module constant it names (COMM_BOUND = 0.25)."""
+    module = sys.modules[fn.__module__]
+    text = " ".join((inspect.getdoc(fn) or "").split("\n\n")[0].split())
+
+    def value(m: re.Match[str]) -> str:
+        v = getattr(module, m.group(0), None)
+        return f"{m.group(0)} (= {v})" if isinstance(v, (int, float)) and not isinstance(v, bool) else m.group(0)
+
+    return re.sub(r"\b[A-Z][A-Z0-9_]{2,}\b", value, text)
 
 
 def rules_page() -> str:

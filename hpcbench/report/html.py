@@ -151,6 +151,8 @@ def write_history_site(trends: list[Trend], runs: dict[str, str], last_n: int, s
 
     from hpcbench.report.trend import plot, table
 
+    if site.exists() and not site.is_dir():
+        raise ConfigError(f"--html {site}: not a folder", hint="give a folder for the site (it is made when missing)")
     site.mkdir(parents=True, exist_ok=True)
     (site / "points").mkdir(exist_ok=True)
     reports = _run_reports(trends, runs, site)

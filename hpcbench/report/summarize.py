@@ -143,8 +143,11 @@ def text(report: Report, fmt: str = "table") -> str:
 
 def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
     """report.md, the PNG plots, records.csv and records.json (one row per point x repeat) into ``out``."""
+    from hpcbench.errors import ConfigError
     from hpcbench.report.markdown import report_md
 
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: not a folder", hint="give a folder for the report (it is made when missing)")
     out.mkdir(parents=True, exist_ok=True)
     if plots:
         from hpcbench.report.plots import write_all
