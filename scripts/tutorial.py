@@ -100,7 +100,7 @@ def shown(text: str) -> str:
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars", "--window-size=1200,1500")
+                  "--hide-scrollbars", "--window-size=1400,1200")
 
 
 def chromium(profile: Path) -> Any:
@@ -121,7 +121,7 @@ def chromium(profile: Path) -> Any:
 
 
 def screenshot(html: Path, png: Path, anchor: str = "intra-node-scaling-one-server") -> None:
-    """report.html as Chromium draws it at 1200 px wide, from its scaling table on."""
+    """report.html as Chromium draws it at 1400 px wide, from its scaling table on."""
     with tempfile.TemporaryDirectory() as profile:
         browser = chromium(Path(profile))
         try:

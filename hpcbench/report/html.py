@@ -23,12 +23,13 @@ if TYPE_CHECKING:
     from hpcbench.report.trend import Trend
 
 STYLE = """
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 1200px;
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 1500px;
        padding: 0 1em; color: #1d2125; }
 h1 { font-size: 1.7em; } h2 { border-bottom: 1px solid #d0d7de; padding-bottom: .2em; margin-top: 1.8em; }
 table { border-collapse: collapse; margin: .8em 0; font-size: 13px; display: block; overflow-x: auto; }
 th, td { border: 1px solid #d0d7de; padding: 3px 8px; vertical-align: top; }
-th { background: #f3f5f7; text-align: left; } tr:nth-child(even) td { background: #fafbfc; }
+td:last-child { min-width: 16em; }  /* the reason or flag column: prose, not a sliver */
+th { background: #f3f5f7; text-align: left; white-space: nowrap; }  /* a column is as wide as its heading */ tr:nth-child(even) td { background: #fafbfc; }
 code { font-size: 90%; background: #f3f5f7; padding: 0 3px; border-radius: 3px; }
 pre { background: #f6f8fa; padding: .7em; overflow-x: auto; }
 img { max-width: 100%; border: 1px solid #e1e4e8; }
