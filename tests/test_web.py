@@ -108,8 +108,14 @@ def test_history_site_links_every_point_to_its_runs_reports(cli, browser, tmp_pa
         assert proc.returncode == 0, proc.stderr
     shutil.rmtree(tmp_path / "run2")  # a run directory that is gone keeps its row, which says so
     site = tmp_path / "site"
+    def run_files():
+        return {f: f.stat().st_mtime_ns for d in tmp_path.glob("run[0-9]") for f in d.rglob("*")}
+
+    runs_before = run_files()
     proc = cli("history", "--history", str(db), "--html", str(site), "--no-plot")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert run_files() == runs_before  # the run directories are only read
+    assert sorted(p.name for p in (site / "runs").rglob("*") if p.is_file()) == ["report.html"] * 5
     errors, broken = load(browser, site / "index.html")
     assert not errors and not broken
     links = browser.execute_script(

@@ -92,8 +92,12 @@ def _slug(text: str) -> str:
 
 def _run_reports(trends: list[Trend], runs: dict[str, str], site: Path) -> dict[str, tuple[str | None, str]]:
     """run id -> (its report.html relative to the site, or None, and why not): each run's report is made from its
-    run directory into site/runs/<run>/, so the site stands alone once written."""
+    run directory into site/runs/<run>/ (the run directory is only read), so the site stands alone once written."""
+    import tempfile
+
+    from hpcbench.errors import HpcbenchError
     from hpcbench.report import summarize as sm
+    from hpcbench.report.plots import write_all
 
     out: dict[str, tuple[str | None, str]] = {}
     for run in sorted({r.run for t in trends for r in t.runs}):
@@ -101,15 +105,17 @@ def _run_reports(trends: list[Trend], runs: dict[str, str], site: Path) -> dict[
         if not source.exists():
             out[run] = (None, f"its run directory {source} is gone")
             continue
-        folder = site / "runs" / _slug(run)
         try:
             report = sm.make_report([source])
-            sm.write(report, folder)
-            write_report(report, folder)
-        except ConfigError as e:
+            with tempfile.TemporaryDirectory() as tmp:  # the plots go inside the page
+                report.plots = write_all(report.aggs, Path(tmp), report.baseline.mode, report.peaks())
+                page = report_html(report, Path(tmp))
+        except HpcbenchError as e:
             out[run] = (None, f"its report could not be made: {e}")
             continue
-        out[run] = (f"runs/{_slug(run)}/report.html", "")
+        link = f"runs/{_slug(run)}/report.html"
+        atomic_write_text(site / link, page)
+        out[run] = (link, "")
     return out
 
 
