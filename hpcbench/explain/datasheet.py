@@ -5,11 +5,9 @@ doctor then says so instead of judging against a guess."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from hpcbench.files import toml
+from hpcbench.explain import links
 
 FIGURES = ("bf16", "fp32", "memory")  # the keys a row may hold; units: TFLOP/s, TFLOP/s, GB/s
 
@@ -25,9 +23,8 @@ class Datasheet:
     note: str = ""
 
 
-@cache
 def table() -> list[dict[str, Any]]:
-    return toml(Path(__file__).with_name("gpus.toml").read_text(encoding="utf-8"), "gpus.toml")["gpu"]
+    return list(links.read_table("gpus.toml")["gpu"])
 
 
 def lookup(gpu: str) -> Datasheet | None:

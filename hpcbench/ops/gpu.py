@@ -23,7 +23,7 @@ from hpcbench.explain import datasheet, links
 from hpcbench.ops import gpunode
 from hpcbench.ops.gpunode import GpuId, Pairing, PciPlace
 from hpcbench.vocab import ERROR, INFO, OK, WARNING
-from hpcbench.workloads.affinity import CpuTopology, cpu_list
+from hpcbench.workloads.affinity import format_cpulist
 from hpcbench.workloads.provenance import sysfs_bus_id
 
 SCHEMA = "hpcbench.doctor-gpu/1"
@@ -86,9 +86,9 @@ def judge(area: str, gpu: str | None, what: str, figure: float, unit: str, refer
 
 def identity(g: GpuId, place: PciPlace) -> list[Check]:
     """Name, bus id, NUMA node and nearest CPUs, from NVML and sysfs; whether the two agree on the NUMA node."""
-    near = cpu_list(set(place.local_cpus)) if place.local_cpus is not None else "unknown"
+    near = format_cpulist(place.local_cpus) if place.local_cpus is not None else "unknown"
     numa = place.numa_node if place.numa_node is not None else g.nvml_numa
-    claim = (f"{g.name}, bus {sysfs_bus_id(g.bus_id)} ({g.source}), NUMA node "
+    claim = (f"{g.name} (named by {g.source}), bus {sysfs_bus_id(g.bus_id)}, NUMA node "
              f"{numa if numa is not None else 'unknown'}, nearest cpus {near}")
     out = [Check("identity", str(g.index), OK if place.numa_node is not None else INFO, claim,
                  evidence=place.path,

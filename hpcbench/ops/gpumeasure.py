@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -179,12 +178,10 @@ def training(workdir: Path, *, device: str = "cuda", backend: str = "nccl", mode
 
 def _run(argv: list[str], env: dict[str, str], log: Path, timeout_s: float) -> str:
     """Run one process with its output in ``log``; its stdout back. Raises RuntimeError with the log's tail."""
-    try:
-        ran = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{' '.join(argv[:3])} ran past {timeout_s:.0f}s") from None
+    from hpcbench import proc
+
+    ran = proc.run(argv, timeout=timeout_s, env=env)
     log.write_text(ran.stdout + ran.stderr)
-    if ran.returncode:
-        tail = (ran.stderr or ran.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"{' '.join(argv[1:3])} exited {ran.returncode}: {' | '.join(tail)} (log: {log})")
+    if not ran.ok:
+        raise RuntimeError(f"{' '.join(argv[1:3])}: {ran.why()} (log: {log})")
     return ran.stdout

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hpcbench.workloads.affinity import CpuTopology, cpu_list, parse_cpulist, read_sys
+from hpcbench.workloads.affinity import CpuTopology, format_cpulist, parse_cpulist, read_sys
 from hpcbench.workloads.provenance import nvml_bus_id, pcie_link, sysfs_bus_id
 
 
@@ -85,8 +85,8 @@ def pairings(places: list[PciPlace], topo: CpuTopology) -> list[Pairing]:
             out.append(Pairing(i, block, near, None, detail))
             continue
         agree = bool(block & near)
-        detail = (f"block puts local rank {i} on cpus {cpu_list(set(block))}; the GPU's nearest cpus are "
-                  f"{cpu_list(set(near))}" + ("" if agree else ": they share none"))
+        detail = (f"block puts local rank {i} on cpus {format_cpulist(block)}; the GPU's nearest cpus are "
+                  f"{format_cpulist(near)}" + ("" if agree else ": they share none"))
         out.append(Pairing(i, block, near, agree, detail))
     return out
 
