@@ -59,8 +59,13 @@ def _doctor_gpu(args: Args) -> int:
     from hpcbench.ops import gpurun
 
     as_json = args.json or args.format == "json"
-    report = gpurun.run(Path(args.sys_root), train=not args.no_training,
-                        workdir=Path(args.keep) if args.keep else None, echo=None if as_json else echo)
+    keep = Path(args.keep) if args.keep else None
+    report = gpurun.run(Path(args.sys_root), train=not args.no_training, workdir=keep,
+                        echo=None if as_json else echo)
+    if keep is not None:
+        from hpcbench.files import atomic_write_json
+
+        atomic_write_json(keep / "doctor-gpu.json", report.to_dict())
     print(json.dumps(report.to_dict(), indent=2) if as_json else gpurun.format_text(report), end="\n" if as_json else "")
     return 1 if report.failed else 0
 
@@ -79,7 +84,7 @@ def args_doctor(p: argparse.ArgumentParser) -> None:
                    help="check this node's GPUs instead: identity, PCIe, copies, matmul, memory, a DDP/NCCL training "
                         "run against a bare loop, NVLink/P2P (about 2 minutes; exit 2 without a GPU)")
     g.add_argument("--no-training", action="store_true", help="--gpu without the training comparison (about 10 s)")
-    g.add_argument("--keep", metavar="DIR", help="--gpu: keep the training runs' logs and records in DIR")
+    g.add_argument("--keep", metavar="DIR", help="--gpu: keep the training runs' logs and records, and the report as doctor-gpu.json, in DIR")
     g.add_argument("--sys-root", default="/sys", help=argparse.SUPPRESS)  # a copied sysfs tree
 
 
