@@ -115,6 +115,15 @@ def test_a_link_trained_down_is_a_warning_and_copies_are_judged_against_what_the
     assert h2d.limit == "ok >= 70%, warn >= 50% of the PCIe link's peak (links.toml)"
 
 
+def test_a_copy_faster_than_the_link_sysfs_shows_is_not_judged_against_it(tmp_path):
+    gpus = pc2(tmp_path, speed="2.5 GT/s PCIe", width=1, max_width=1)  # what a VM's virtual root port may say
+    check, peak = gpu.host_link(gpus[0], gpunode.read_place(gpus[0].bus_id, tmp_path))
+    assert check.severity == OK and peak.link == "PCIe 1.0 x1"
+    h2d, _ = gpu.copies(gpus[0], Measure(50.0, "GB/s", "given"), Measure(50.0, "GB/s", "given"), peak)
+    assert h2d.severity == WARNING and h2d.claim.endswith("faster than the link sysfs shows, so sysfs does not show "
+                                                          "the real link")
+
+
 @pytest.mark.parametrize(("share", "severity"), [(0.70, OK), (0.6999, WARNING), (0.50, WARNING), (0.4999, ERROR)])
 def test_judging_uses_the_limits_table_at_its_edges(share, severity):
     c = gpu.judge("h2d", "0", "x", share * 10, "GB/s", 10.0, "ref")
@@ -262,3 +271,29 @@ def test_cpu_lists_are_written_back_as_sysfs_writes_them():
 
     for text in ("0-3,8,10-11", "5", "0-127", ""):
         assert format_cpulist(parse_cpulist(text)) == text
+
+
+@pytest.mark.torch
+def test_the_whole_run_in_order_with_the_gpu_answers_given_as_data(tmp_path, monkeypatch):
+    # Only what needs a GPU is given (NVML's list and the figures of the copies and products); the sysfs tree,
+    # the judging, the order, a measurement that breaks, and the training comparison (on the CPU, over Gloo)
+    # run for real.
+    gpus = pc2(tmp_path / "sys")[:1]
+    real_training = gpumeasure.training
+    monkeypatch.setattr(gpunode, "nvml_gpus", lambda: gpus)
+    monkeypatch.setattr(gpumeasure, "host_links", lambda i: (Measure(25.0, "GB/s", "given"),) * 2)
+
+    def broken(i):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 1.00 GiB")
+    monkeypatch.setattr(gpumeasure, "compute", broken)
+    monkeypatch.setattr(gpumeasure, "training", lambda where: real_training(
+        where, device="cpu", backend="gloo", model="mlp", batch=8, steps=3, warmup=1, pairs=1, threads=1))
+    report = gpurun.run(tmp_path / "sys", workdir=tmp_path / "keep")
+    got = [(c.gpu, c.area, c.severity) for c in report.checks]
+    assert got[:6] == [("0", "identity", OK), ("0", "pairing", OK), ("0", "pcie", OK), ("0", "h2d", OK),
+                       ("0", "d2h", OK), ("0", "bf16", ERROR)]
+    assert got[6][:2] == ("0", "training") and got[7:] == [(None, "nccl", WARNING), (None, "nccl", WARNING)]
+    assert report.checks[5].claim == "bf16 could not be measured: RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB"
+    assert report.failed and report.seconds is not None and (tmp_path / "keep/train-1.log").exists()
+    # Gloo on the CPU prints no NCCL line: said as such, not hidden.
+    assert report.checks[-1].claim == "NCCL named no GPU: no init line with 'busId'"

@@ -49,6 +49,9 @@ LIMITS = {
 }
 
 
+SANE = 1.10  # a figure above this share of its peak means the peak is not the right one
+
+
 @dataclass(frozen=True)
 class Check:
     area: str  # identity, pairing, pcie, h2d, d2h, bf16, fp32, memory, training, nccl, p2p
@@ -132,12 +135,21 @@ def host_link(g: GpuId, place: PciPlace) -> tuple[Check, links.Peak | None]:
 
 
 def copies(g: GpuId, h2d: Any, d2h: Any, peak: links.Peak | None) -> list[Check]:
+    """Pinned copies against the PCIe link. A copy faster than the link sysfs shows means sysfs does not show
+    the real link (a VM's virtual root port): said, not judged against it."""
     ref = peak.gbps if peak else None
     name = peak.link if peak else ""
     fix = "pin the host memory (it is here); check the link's width and the IOMMU; a shared PCIe switch halves it"
-    return [judge(area, str(g.index), what, m.figure, m.unit, ref, name, peak.source if peak else None, m.how, fix,
-                  "no PCIe peak (link unknown)") for area, what, m in (("h2d", "host -> device", h2d),
-                                                                       ("d2h", "device -> host", d2h))]
+    out = []
+    for area, what, m in (("h2d", "host -> device", h2d), ("d2h", "device -> host", d2h)):
+        c = judge(area, str(g.index), what, m.figure, m.unit, ref, name, peak.source if peak else None, m.how, fix,
+                  "no PCIe peak (link unknown)")
+        if c.share is not None and c.share > SANE:
+            c = Check(area, c.gpu, WARNING, f"{c.claim}: faster than the link sysfs shows, so sysfs does not show "
+                      "the real link", c.figure, c.unit, c.reference, c.share, c.limit, c.source, c.evidence,
+                      "a VM or container shows a virtual link: read the host's sysfs (lspci -vv, LnkSta)")
+        out.append(c)
+    return out
 
 
 def device_figures(g: GpuId, bf16: Any, fp32: Any, memory: Any) -> list[Check]:
