@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hpcbench.errors import NoGpu
 from hpcbench.explain import datasheet, links
 from hpcbench.ops import gpunode
 from hpcbench.ops.gpunode import GpuId, Pairing, PciPlace
@@ -231,7 +230,8 @@ def peers(gpus: list[GpuId], link: gpunode.PeerLink, measured: Any, places: list
         buses = [links.pcie(p.link) for p in (places[a.index], places[b.index]) if p.link]
         slow = min((p for p in buses if p), key=lambda p: p.gbps, default=None)
         peak = slow
-    fix = None if link.p2p else "P2P is off: a VM, an IOMMU/ACS setting or a PCIe switch blocks it (nvidia-smi topo -p2p r)"
+    fix = None if link.p2p else ("P2P is off: a VM, an IOMMU/ACS setting or a PCIe switch blocks it "
+                                 "(nvidia-smi topo -p2p r)")
     return judge("p2p", pair, f"GPU {pair} copy ({said})", measured.figure, measured.unit, peak.gbps if peak else None,
                  peak.link if peak else "", peak.source if peak else None, measured.how, fix,
                  "no NVLink row and no PCIe link known for this pair")

@@ -147,7 +147,8 @@ def _env(threads: int) -> dict[str, str]:
 
 
 def training(workdir: Path, *, device: str = "cuda", backend: str = "nccl", model: str = "resnet50",
-             batch: int = 64, steps: int = 30, warmup: int = 10, pairs: int = 2, threads: int = 4, timeout_s: float = 300) -> Training:
+             batch: int = 64, steps: int = 50, warmup: int = 10, pairs: int = 2, threads: int = 4,
+             timeout_s: float = 300) -> Training:
     """One DDP rank through ``python -m hpcbench.workloads.train`` (exactly what a job runs) against
     ``python -m hpcbench.workloads.bare``, in the order A B B A ... so that drift hits both alike."""
     common = ["--model", model, "--device", device, "--backend", backend, "--framework", "ddp"]

@@ -100,7 +100,8 @@ def nvml_gpus() -> list[GpuId]:
         raise LookupError(f"torch is not importable ({e}): no GPU can be used from this Python") from None
     if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
         why = "torch is built without CUDA" if torch.version.cuda is None and not getattr(torch.version, "hip", None) \
-            else f"torch {torch.__version__} sees no GPU (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})"
+            else f"torch {torch.__version__} sees no GPU (CUDA_VISIBLE_DEVICES=" \
+                 f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r})"
         raise LookupError(why)
     found = []
     for i in range(torch.cuda.device_count()):

@@ -85,7 +85,8 @@ def run(sys_root: Path = Path("/sys"), train: bool = True, workdir: Path | None 
             check, peak = gpu.host_link(g, gpunode.read_place(g.bus_id, sys_root))
             checks = [check if (x.area, x.gpu) == ("pcie", str(g.index)) else x for x in checks]
             c += gpu.copies(g, *links_, peak)
-        figs = _guard("bf16", str(g.index), lambda: (*gpumeasure.compute(g.index), gpumeasure.device_memory(g.index)), c)
+        figs = _guard("bf16", str(g.index),
+                      lambda: (*gpumeasure.compute(g.index), gpumeasure.device_memory(g.index)), c)
         if figs:
             c += gpu.device_figures(g, *figs)
         checks += c
