@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
 from conftest import REPO, write
 
 from hpcbench.explain import datasheet, links
+from hpcbench.files import toml
 from hpcbench.ops import gpu, gpumeasure, gpunode, gpurun
 from hpcbench.ops.gpumeasure import Measure
 from hpcbench.ops.gpunode import GpuId
@@ -145,7 +145,7 @@ def test_compute_and_memory_are_judged_against_the_datasheet_row_of_the_gpus_nam
 
 
 def test_every_datasheet_row_has_its_source_and_each_name_matches_one_row():
-    doc = tomllib.loads((REPO / "hpcbench/explain/gpus.toml").read_text())
+    doc = toml((REPO / "hpcbench/explain/gpus.toml").read_text(), "gpus.toml")
     assert doc["schema"] == "hpcbench.gpus/1"
     for row in doc["gpu"]:
         assert row["source"].startswith("https://") and row["quote"], row["name"]
