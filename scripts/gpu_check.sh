@@ -10,7 +10,8 @@
 #
 # PYTHON (default python3) is the interpreter with torch; OUT (default /tmp/gpu-check-out) gets the outputs,
 # at most 8 files and none deeper than OUT/a/b (what a lent machine sends back); the run folder travels as a
-# tarball. Exit status: 0 when every step did what it should, else 1 (each step's status is in summary.txt).
+# tarball. GPU_CHECK_BUDGET (default 450; --dry-run 900, for its tests) caps the seconds of all steps together.
+# Exit status: 0 when every step did what it should, else 1 (each step's status is in summary.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 REPO=$(pwd)
@@ -23,9 +24,9 @@ WHEELS="submitit==1.5.4"
 MODE=run
 case "${1:-}" in
     --prepare) MODE=prepare ;;
-    --dry-run) MODE=dry ;;
+    --dry-run) MODE=dry; GPU_CHECK_BUDGET=${GPU_CHECK_BUDGET:-900} ;;
     "") ;;
-    -h|--help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown option $1 (use --prepare, --dry-run or nothing)" >&2; exit 2 ;;
 esac
 
@@ -47,11 +48,21 @@ LOG="$OUT/gpu_check.log"
 FAILED=0
 T0=$(date +%s)
 
+# The steps share one budget, so that the call ends inside the device tool's limit whatever hangs; what is
+# already under $OUT comes back even when a step is cut short.
+BUDGET=${GPU_CHECK_BUDGET:-450}
 # step NAME EXPECTED_RC TIMEOUT_S CMD...: run CMD with its output in the log, and say how it went in summary.txt
 step() {
-    local name=$1 want=$2 limit=$3 t rc
+    local name=$1 want=$2 limit=$3 t rc left
     shift 3
     t=$(date +%s)
+    left=$(( T0 + BUDGET - t ))
+    if [ "$left" -le 5 ]; then
+        echo "$name: skipped, the ${BUDGET}s budget is spent" | tee -a "$OUT/summary.txt"
+        FAILED=1
+        return 0
+    fi
+    if [ "$limit" -gt "$left" ]; then limit=$left; fi
     echo "== $name: $*" | tee -a "$LOG"
     timeout "$limit" "$@" >>"$LOG" 2>&1
     rc=$?
@@ -101,7 +112,7 @@ step imports 0 60 "$PY" -c "import hpcbench, submitit, torch; print('hpcbench', 
 if [ "$MODE" = run ]; then
     { nvidia-smi; nvidia-smi topo -m; } > "$OUT/nvidia-smi.txt" 2>&1
     # Text on stdout, the same report as JSON in the kept folder (with the training runs' logs).
-    step doctor 0 300 bash -o pipefail -c doctor_gpu
+    step doctor 0 240 bash -o pipefail -c doctor_gpu
     cp "$WORK/doctor/doctor-gpu.json" "$OUT/" 2>/dev/null
     SWEEP=sweeps/gpu_check.toml
 else
@@ -119,7 +130,7 @@ else
 fi
 
 RUN="$WORK/run"
-step sweep 0 300 "${HB[@]}" sweep "$SWEEP" --backend local --run-dir "$RUN"
+step sweep 0 180 "${HB[@]}" sweep "$SWEEP" --backend local --run-dir "$RUN"
 step summarize 0 120 "${HB[@]}" summarize "$RUN" --out "$WORK/report"
 cp "$WORK/report/report.md" "$OUT/" 2>/dev/null
 # shellcheck disable=SC2016  # $0 is expanded by the inner bash: the run folder
