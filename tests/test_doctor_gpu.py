@@ -46,7 +46,8 @@ def pci(root: Path, bus: str, numa: int, cpus: str, speed: str = "16.0 GT/s PCIe
 
 # The GPU/NUMA layout of a 4x A100 node published at upb-pc2.atlassian.net (PC2 wiki, "NVIDIA A100 40GB with
 # NVLINK"): two sockets in NPS4, GPU0 cpus 48-63 NUMA 3, GPU1 16-31 NUMA 1, GPU2 112-127 NUMA 7, GPU3 80-95 NUMA 5.
-PC2 = [("0000:03:00.0", 3, "48-63"), ("0000:41:00.0", 1, "16-31"), ("0000:81:00.0", 7, "112-127"),
+# The page gives no bus ids: GPU 0's is the one ddp_82.log names, so that a report's NCCL line is about it.
+PC2 = [("0000:00:03.0", 3, "48-63"), ("0000:41:00.0", 1, "16-31"), ("0000:81:00.0", 7, "112-127"),
        ("0000:c1:00.0", 5, "80-95")]
 PC2_NUMA = {n: f"{16 * n}-{16 * n + 15}" for n in range(8)}
 PC2_SOCKET = {n: n // 4 for n in range(8)}
@@ -224,7 +225,7 @@ def _report(tmp_path) -> gpurun.Report:
                                      Measure(1400.0, "GB/s", "given"))
     link = gpunode.PeerLink(0, 1, True, "SYSTEM", True)
     checks.append(gpu.peers(gpus, link, Measure(180.0, "GB/s", "given"), places))
-    checks += gpu.nccl(LOGS / "ddp_82.log", [GpuId(0, gpus[0].name, "00000000:00:03.0")])
+    checks += gpu.nccl(LOGS / "ddp_82.log", gpus)
     return gpurun.Report("fixture", gpus, gpurun._ordered(checks))
 
 
