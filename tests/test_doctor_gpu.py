@@ -295,6 +295,7 @@ def test_the_whole_run_in_order_with_the_gpu_answers_given_as_data(tmp_path, mon
                        ("0", "d2h", OK), ("0", "bf16", ERROR)]
     assert got[6][:2] == ("0", "training") and got[7:] == [(None, "nccl", WARNING), (None, "nccl", WARNING)]
     assert report.checks[5].claim == "bf16 could not be measured: RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB"
+    assert report.checks[5].evidence.endswith("test_doctor_gpu.py:" + str(broken.__code__.co_firstlineno + 1))
     assert report.failed and report.seconds is not None and (tmp_path / "keep/train-1.log").exists()
     # Gloo on the CPU prints no NCCL line: said as such, not hidden.
     assert report.checks[-1].claim == "NCCL named no GPU: no init line with 'busId'"

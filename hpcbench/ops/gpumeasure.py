@@ -151,6 +151,10 @@ def training(workdir: Path, *, device: str = "cuda", backend: str = "nccl", mode
              timeout_s: float = 300) -> Training:
     """One DDP rank through ``python -m hpcbench.workloads.train`` (exactly what a job runs) against
     ``python -m hpcbench.workloads.bare``, in the order A B B A ... so that drift hits both alike."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()  # what the measurements before held goes back to the driver for these processes
     common = ["--model", model, "--device", device, "--backend", backend, "--framework", "ddp"]
     harness: list[float] = []
     bare: list[float] = []

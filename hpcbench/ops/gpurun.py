@@ -58,9 +58,13 @@ def _guard(area: str, who: str | None, fn: Callable[[], T], out: list[Check]) ->
     try:
         return fn()
     except Exception as e:  # noqa: BLE001 - a measurement that breaks is a finding, and the others still run
+        import traceback
+
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        frame = traceback.extract_tb(e.__traceback__)[-1]
         out.append(Check(area, who, ERROR, f"{area} could not be measured: {type(e).__name__}: {first}",
-                         fix="rerun with --debug for the traceback"))
+                         evidence=f"{frame.filename}:{frame.lineno}",
+                         fix="the message says what broke; --keep DIR keeps the training runs' logs"))
         return None
 
 
@@ -126,7 +130,8 @@ def format_text(report: Report) -> str:
         who = f"GPU {c.gpu}" if c.gpu is not None else "node"
         lim = f"  [{c.limit}]" if c.share is not None and c.limit else ""
         lines.append(f"{LABEL[c.severity]:5} {who} {c.area}: {c.claim}{lim}")
-        if c.evidence and c.severity != OK and c.area not in ("h2d", "d2h", "bf16", "fp32", "memory", "p2p"):
+        # A judged figure's evidence is how it was measured (in the JSON); anything else not ok shows where.
+        if c.evidence and c.severity != OK and (c.share is None or c.severity == ERROR):
             lines.append(f"{'':8}evidence: {c.evidence}")
         if c.fix and c.severity in (WARNING, ERROR):
             lines.append(f"{'':8}fix: {c.fix}")
