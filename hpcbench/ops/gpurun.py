@@ -131,7 +131,7 @@ def format_text(report: Report) -> str:
         lim = f"  [{c.limit}]" if c.share is not None and c.limit else ""
         lines.append(f"{LABEL[c.severity]:5} {who} {c.area}: {c.claim}{lim}")
         # A judged figure's evidence is how it was measured (in the JSON); anything else not ok shows where.
-        if c.evidence and c.severity != OK and (c.share is None or c.severity == ERROR):
+        if c.evidence and c.severity in (WARNING, ERROR) and (c.share is None or c.severity == ERROR):
             lines.append(f"{'':8}evidence: {c.evidence}")
         if c.fix and c.severity in (WARNING, ERROR):
             lines.append(f"{'':8}fix: {c.fix}")
