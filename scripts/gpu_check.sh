@@ -87,7 +87,7 @@ HB=("$PY" -m hpcbench)
 export PY OUT WORK
 # The steps that redirect their own output, as functions (timeout runs them through bash -c).
 doctor_gpu() {  # text on stdout and in OUT; the same report as JSON in the kept folder, with the training logs
-    "$PY" -m hpcbench doctor --gpu --keep "$WORK/doctor" | tee "$OUT/doctor-gpu.txt"
+    "$PY" -m hpcbench doctor --gpu --keep "$WORK/doctor" 2>&1 | tee "$OUT/doctor-gpu.txt"
 }
 doctor_no_gpu() {  # here: one line on stderr and exit 2, nothing on stdout
     "$PY" -m hpcbench doctor --gpu >"$WORK/stdout" 2>"$OUT/doctor-gpu.txt"
