@@ -299,3 +299,15 @@ def test_the_whole_run_in_order_with_the_gpu_answers_given_as_data(tmp_path, mon
     assert report.failed and report.seconds is not None and (tmp_path / "keep/train-1.log").exists()
     # Gloo on the CPU prints no NCCL line: said as such, not hidden.
     assert report.checks[-1].claim == "NCCL named no GPU: no init line with 'busId'"
+
+
+def test_the_gpu_check_sweep_plans_and_its_cpu_twin_changes_every_line_it_means_to(tmp_path, cli):
+    proc = cli("plan", str(REPO / "sweeps/gpu_check.toml"), "--run-dir", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"nccl\s+resnet50\s+64\s+1\s+1\s+1", proc.stdout), proc.stdout
+    script = (REPO / "scripts/gpu_check.sh").read_text()
+    toml_lines = (REPO / "sweeps/gpu_check.toml").read_text().splitlines()
+    seds = re.findall(r"-e 's/\^(.+?)/(.+?)/'", script)
+    assert len(seds) == 6
+    for pattern, _ in seds:  # every edit of the dry run's CPU twin finds its line: the twin cannot drift silently
+        assert sum(bool(re.match(pattern.replace("\\[", r"\[").replace("\\]", r"\]"), ln)) for ln in toml_lines) == 1, pattern
