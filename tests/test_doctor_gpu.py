@@ -287,13 +287,15 @@ def test_the_whole_run_in_order_with_the_gpu_answers_given_as_data(tmp_path, mon
     def broken(i):
         raise RuntimeError("CUDA out of memory. Tried to allocate 1.00 GiB")
     monkeypatch.setattr(gpumeasure, "compute", broken)
+    monkeypatch.setattr(gpumeasure, "device_memory", lambda i: Measure(1500.0, "GB/s", "given"))
     monkeypatch.setattr(gpumeasure, "training", lambda where: real_training(
         where, device="cpu", backend="gloo", model="mlp", batch=8, steps=3, warmup=1, pairs=1, threads=1))
     report = gpurun.run(tmp_path / "sys", workdir=tmp_path / "keep")
     got = [(c.gpu, c.area, c.severity) for c in report.checks]
-    assert got[:6] == [("0", "identity", OK), ("0", "pairing", OK), ("0", "pcie", OK), ("0", "h2d", OK),
-                       ("0", "d2h", OK), ("0", "bf16", ERROR)]
-    assert got[6][:2] == ("0", "training") and got[7:] == [(None, "nccl", WARNING), (None, "nccl", WARNING)]
+    # The products broke: a failed line; device memory (given) is still judged.
+    assert got[:7] == [("0", "identity", OK), ("0", "pairing", OK), ("0", "pcie", OK), ("0", "h2d", OK),
+                       ("0", "d2h", OK), ("0", "bf16", ERROR), ("0", "memory", OK)]
+    assert got[7][:2] == ("0", "training") and got[8:] == [(None, "nccl", WARNING), (None, "nccl", WARNING)]
     assert report.checks[5].claim == "bf16 could not be measured: RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB"
     assert report.checks[5].evidence.endswith("test_doctor_gpu.py:" + str(broken.__code__.co_firstlineno + 1))
     assert report.failed and report.seconds is not None and (tmp_path / "keep/train-1.log").exists()

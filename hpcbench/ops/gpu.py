@@ -138,7 +138,8 @@ def copies(g: GpuId, h2d: Any, d2h: Any, peak: links.Peak | None) -> list[Check]
     the real link (a VM's virtual root port): said, not judged against it."""
     ref = peak.gbps if peak else None
     name = peak.link if peak else ""
-    fix = "pin the host memory (it is here); check the link's width and the IOMMU; a shared PCIe switch halves it"
+    fix = ("check the link (lspci -vv: LnkSta), the IOMMU setting, and whether a PCIe switch is shared with other "
+           "GPUs or NICs")
     out = []
     for area, what, m in (("h2d", "host -> device", h2d), ("d2h", "device -> host", d2h)):
         c = judge(area, str(g.index), what, m.figure, m.unit, ref, name, peak.source if peak else None, m.how, fix,
@@ -152,11 +153,14 @@ def copies(g: GpuId, h2d: Any, d2h: Any, peak: links.Peak | None) -> list[Check]
 
 
 def device_figures(g: GpuId, bf16: Any, fp32: Any, memory: Any) -> list[Check]:
-    """Matrix products and device memory against the datasheet row for this GPU's name."""
+    """Matrix products and device memory against the datasheet row for this GPU's name (a figure that could
+    not be measured, None, has its failed line already)."""
     sheet = datasheet.lookup(g.name)
     out = []
     for area, what, m, key in (("bf16", "bf16 matmul", bf16, "bf16"), ("fp32", "fp32 matmul", fp32, "fp32"),
                                ("memory", "device memory copy", memory, "memory")):
+        if m is None:
+            continue
         ref = getattr(sheet, key) if sheet else None
         src = (sheet.source if key == "memory" else sheet.compute_source) if sheet else None
         why = (f"no row for {g.name!r} in hpcbench/explain/gpus.toml" if sheet is None

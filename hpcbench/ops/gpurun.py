@@ -89,10 +89,10 @@ def run(sys_root: Path = Path("/sys"), train: bool = True, workdir: Path | None 
             check, peak = gpu.host_link(g, gpunode.read_place(g.bus_id, sys_root))
             checks = [check if (x.area, x.gpu) == ("pcie", str(g.index)) else x for x in checks]
             c += gpu.copies(g, *links_, peak)
-        figs = _guard("bf16", str(g.index),
-                      lambda: (*gpumeasure.compute(g.index), gpumeasure.device_memory(g.index)), c)
-        if figs:
-            c += gpu.device_figures(g, *figs)
+        comp = _guard("bf16", str(g.index), lambda: gpumeasure.compute(g.index), c)
+        mem = _guard("memory", str(g.index), lambda: gpumeasure.device_memory(g.index), c)
+        bf16, fp32 = comp if comp else (None, None)
+        c += gpu.device_figures(g, bf16, fp32, mem)
         checks += c
     for link in gpunode.peer_links(gpus) if len(gpus) > 1 else []:
         measured = _guard("p2p", f"{link.a}-{link.b}", lambda: gpumeasure.peer_copy(link.a, link.b), checks)
