@@ -81,16 +81,19 @@ def host_links(index: int) -> tuple[Measure, Measure]:
     host = torch.empty(COPY_BYTES, dtype=torch.uint8).pin_memory()
     gpu = torch.empty(COPY_BYTES, dtype=torch.uint8, device=dev)
     sync = lambda: torch.cuda.synchronize(dev)  # noqa: E731
-    return copy(gpu, host, sync, "pinned host -> device"), copy(host, gpu, sync, "device -> pinned host")
+    with torch.cuda.device(dev):  # the copies on this GPU's stream, whatever the current device is
+        return copy(gpu, host, sync, "pinned host -> device"), copy(host, gpu, sync, "device -> pinned host")
 
 
 def device_memory(index: int) -> Measure:
+    """A device -> device copy of D2D_BYTES, counting bytes read and written (what the datasheet figure counts)."""
     import torch
 
     dev = torch.device("cuda", index)
     a = torch.empty(D2D_BYTES, dtype=torch.uint8, device=dev)
     b = torch.empty_like(a)
-    return copy(b, a, lambda: torch.cuda.synchronize(dev), "device -> device", both=True)
+    with torch.cuda.device(dev):
+        return copy(b, a, lambda: torch.cuda.synchronize(dev), "device -> device", both=True)
 
 
 def compute(index: int) -> tuple[Measure, Measure]:
@@ -99,8 +102,9 @@ def compute(index: int) -> tuple[Measure, Measure]:
 
     dev = torch.device("cuda", index)
     sync = lambda: torch.cuda.synchronize(dev)  # noqa: E731
-    return (matmul(MATMUL_N, torch.bfloat16, dev, sync, inner=10),
-            matmul(MATMUL_N, torch.float32, dev, sync, reps=3, inner=2))
+    with torch.cuda.device(dev):
+        return (matmul(MATMUL_N, torch.bfloat16, dev, sync, inner=10),
+                matmul(MATMUL_N, torch.float32, dev, sync, reps=3, inner=2))
 
 
 def peer_copy(a: int, b: int) -> Measure:
