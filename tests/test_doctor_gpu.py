@@ -181,6 +181,13 @@ def test_the_nccl_log_of_one_ddp_rank_is_cross_checked_against_nvml():
         (OK, "NCCL 2.19.3+cuda12.3"),
         (OK, "rank 0: NCCL names cudaDev 0 nvmlDev 0 busId 0000:00:03.0 = GPU 0 NVIDIA A100-SXM4-80GB, as NVML says")]
     assert checks[1].evidence == "ddp_82.log:11"
+    # Its "Setting affinity for GPU 0 to ff,ffff0000,00ffffff" (cpus 0-23,48-71) against sysfs's local_cpulist:
+    inside = gpunode.PciPlace("x", 0, frozenset(range(96)), None)
+    outside = gpunode.PciPlace("x", 0, frozenset(range(24)), None)
+    assert [(c.severity, c.claim, c.evidence) for c in gpu.nccl(log, right, places=[inside])[2:]] == [
+        (OK, "NCCL pins GPU 0's threads to cpus 0-23,48-71, within its nearest cpus 0-95 (sysfs)", "ddp_82.log:12")]
+    far = gpu.nccl(log, right, places=[outside])[2]
+    assert far.severity == WARNING and far.claim.endswith("outside its nearest cpus 0-23 (sysfs)")
     wrong = [GpuId(0, "NVIDIA A100-SXM4-80GB", "00000000:00:04.0"), GpuId(1, right[0].name, right[0].bus_id)]
     bad = gpu.nccl(log, wrong)[1]
     assert bad.severity == ERROR and "the rank used GPU 0 at 0000:00:04.0 per NVML (that bus is GPU 1)" in bad.claim

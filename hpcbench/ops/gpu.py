@@ -182,12 +182,14 @@ def training(t: Any) -> Check:
                  "", 1.0, c.share, c.limit, None, c.evidence, c.fix)
 
 
-def nccl(log: Path, gpus: list[GpuId], rank_gpu: dict[int, int] | None = None) -> list[Check]:
+def nccl(log: Path, gpus: list[GpuId], rank_gpu: dict[int, int] | None = None,
+         places: list[PciPlace] | None = None) -> list[Check]:
     """What `hpcbench parse` reads in a run's NCCL_DEBUG=INFO log: the version, each distinct WARN, and the
     GPU each rank's init line names against NVML's bus id of the GPU that rank used (``rank_gpu``: rank ->
-    index into ``gpus``; default rank r used gpus[r])."""
+    index into ``gpus``; default rank r used gpus[r]); with ``places``, the CPUs NCCL pinned to against the
+    GPU's nearest CPUs in sysfs."""
     from hpcbench.parse.api import parse_file
-    from hpcbench.parse.nccl import named_gpus
+    from hpcbench.parse.nccl import gpu_affinity, named_gpus
 
     facts = parse_file(log).get("nccl") or {}
     name = log.name
@@ -199,6 +201,8 @@ def nccl(log: Path, gpus: list[GpuId], rank_gpu: dict[int, int] | None = None) -
                          fix="read the WARN: it names what NCCL fell back from"))
     with open(log, errors="replace") as f:
         named = named_gpus(f)
+    with open(log, errors="replace") as f:
+        pinned = gpu_affinity(f)
     if not named:
         out.append(Check("nccl", None, WARNING, "NCCL named no GPU: no init line with 'busId'", evidence=name,
                          fix="NCCL 2.12 or later prints 'cudaDev N nvmlDev N busId X' at init with NCCL_DEBUG=INFO"))
@@ -220,7 +224,24 @@ def nccl(log: Path, gpus: list[GpuId], rank_gpu: dict[int, int] | None = None) -
         out.append(Check("nccl", str(want.index), OK if same else ERROR, claim, evidence=where,
                          fix=None if same else "CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER differ between the rank "
                          "and NVML: set CUDA_DEVICE_ORDER=PCI_BUS_ID"))
+        mask = pinned.get((n["host"], n["cuda_dev"]))
+        if same and mask and places and want.index < len(places):
+            out.append(_pinned(want, mask[0], f"{name}:{mask[1]}", places[want.index]))
     return out
+
+
+def _pinned(g: GpuId, cpus: set[int], where: str, place: PciPlace) -> Check:
+    """NCCL's "Setting affinity for GPU N to MASK" against the GPU's nearest CPUs in sysfs."""
+    said = f"NCCL pins GPU {g.index}'s threads to cpus {format_cpulist(cpus)}"
+    if place.local_cpus is None:
+        return Check("nccl", str(g.index), INFO, f"{said}; sysfs gives the GPU no nearest cpus", evidence=where)
+    if cpus <= place.local_cpus:
+        return Check("nccl", str(g.index), OK, f"{said}, within its nearest cpus {format_cpulist(place.local_cpus)} "
+                     "(sysfs)", evidence=where)
+    return Check("nccl", str(g.index), WARNING, f"{said}, outside its nearest cpus "
+                 f"{format_cpulist(place.local_cpus)} (sysfs)", evidence=where,
+                 fix="NCCL takes the GPU's CPUs from NVML: a driver/BIOS that disagrees with sysfs, or a rank bound "
+                     "elsewhere; compare nvidia-smi topo -m")
 
 
 def peers(gpus: list[GpuId], link: gpunode.PeerLink, measured: Any, places: list[PciPlace]) -> Check:

@@ -106,7 +106,7 @@ def run(sys_root: Path = Path("/sys"), train: bool = True, workdir: Path | None 
             t = _guard("training", "0", lambda: gpumeasure.training(where), checks)
             if t:
                 checks.append(gpu.training(t))
-                checks += gpu.nccl(t.log, gpus)
+                checks += gpu.nccl(t.log, gpus, places=places)
     report.checks = _ordered(checks)
     report.seconds = round(time.monotonic() - t0, 1)
     return report

@@ -352,3 +352,27 @@ def named_gpus(lines: Iterable[str]) -> list[dict[str, Any]]:
                                  "nvml_dev": None if nvml is None else int(nvml), "bus_id": nccl_bus_id(bus),
                                  "line": n})
     return list(out.values())
+
+
+# "Setting affinity for GPU 0 to ff,ffff0000,00ffffff": the CPUs NCCL pins its threads to for that GPU (NVML's
+# CPU affinity of the GPU within the process's own), a Linux cpumask: 32-bit hex words, most significant first.
+AFFINITY = re.compile(r"Setting affinity for GPU (\d+) to ([0-9a-fA-F,]+)")
+
+
+def cpumask(text: str) -> set[int]:
+    value = int(text.replace(",", ""), 16)
+    return {i for i in range(value.bit_length()) if value >> i & 1}
+
+
+def gpu_affinity(lines: Iterable[str]) -> dict[tuple[str | None, int], tuple[set[int], int]]:
+    """(host, cudaDev) -> (the CPUs NCCL pinned to, the line number), from the first such line of each."""
+    from hpcbench.parse.prefixes import clean
+
+    out: dict[tuple[str | None, int], tuple[set[int], int]] = {}
+    for n, text in enumerate(lines, 1):
+        if "Setting affinity" in text:
+            ln = clean(text)
+            m = AFFINITY.search(ln.msg or ln.text)
+            if m:
+                out.setdefault((ln.host, int(m.group(1))), (cpumask(m.group(2)), n))
+    return out
