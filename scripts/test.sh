@@ -3,7 +3,8 @@
 # the local 2-node Slurm; then the whole suite; then the cluster is stopped again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod cmake g++ python3-dev shellcheck texlive-latex-base"
+# chromium + chromium-driver: tests/test_web.py opens the report and history pages in a real, headless browser.
+APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod cmake g++ python3-dev shellcheck texlive-latex-base chromium chromium-driver"
 if [ "$(id -u)" = 0 ]; then
     missing=$(for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
     if [ -n "$missing" ]; then

@@ -31,6 +31,10 @@ def cmd_summarize(args: Args) -> int:
     print(text, end="" if text.endswith("\n") else "\n")
     side = sys.stderr if args.format in ("csv", "json", "latex") else sys.stdout  # stdout stays pure data
     print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
+    if args.html:
+        from hpcbench.report.html import write_report
+
+        print(f"web page: {write_report(report, out)} (self-contained: plots inline, works offline)", file=side)
     if not args.no_history:
         print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:
@@ -76,6 +80,8 @@ def args_summarize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="ratios between two runs")
     p.add_argument("--cluster", help="cluster name for references (default: SLURM_CLUSTER_NAME from provenance)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--html", action="store_true", help="also write report.html: the whole report in one file, "
+                                                        "plots inline, that works offline")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.add_argument("--refresh", action="store_true",
                    help="ask the scheduler about the runs' jobs first (as 'hpcbench status' does); without it, "

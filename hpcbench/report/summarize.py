@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # explain is imported when a report is made
 # The short table `hpcbench sweep --wait` prints when the run ends.
 TABLE_COLUMNS = ("framework", "backend", "model", "collective", "nodes", "ranks_per_node", "world_size", "state",
                  "step_time_ms", "throughput", "speedup", "efficiency", "reason")
-TABLE_HEADERS = ("framework", "backend", "model", "collective", "nodes", "ranks/node", "ranks", "state", "step ms",
-                 "samples/s", "speedup", "efficiency", "reason")
+TABLE_HEADERS = ("framework", "backend", "model", "collective", "nodes", "ranks/node", "ranks", "state",
+                 "step ms ± 95% CI", "samples/s (95% CI)", "speedup", "efficiency", "reason")
 
 
 def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> Peaks:
@@ -143,8 +143,11 @@ def text(report: Report, fmt: str = "table") -> str:
 
 def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
     """report.md, the PNG plots, records.csv and records.json (one row per point x repeat) into ``out``."""
+    from hpcbench.errors import ConfigError
     from hpcbench.report.markdown import report_md
 
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: not a folder", hint="give a folder for the report (it is made when missing)")
     out.mkdir(parents=True, exist_ok=True)
     if plots:
         from hpcbench.report.plots import write_all
@@ -163,6 +166,19 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
             *(out / n for n, v in report.plots.items() if v == "written")]
 
 
+def _with_intervals(row: dict[str, Any]) -> dict[str, Any]:
+    """A tidy row's step time and throughput as the short table shows them: each with its 95% interval (the step
+    time's, never below zero; throughput's its inverse), as the report's tables do."""
+    from hpcbench.figures.aggregate import throughput_interval
+    from hpcbench.report.fmt import interval, pm0
+
+    step, h, thr = row.get("step_time_ms"), row.get("step_time_ci95_ms"), row.get("throughput")
+    if step is None:
+        return {}
+    lo, hi = throughput_interval(thr, step, h)
+    return {"step_time_ms": pm0(step, h), "throughput": interval(thr, lo, hi, 1) if thr is not None else None}
+
+
 def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
     """The short table `hpcbench sweep --wait` prints when a run ends; writes summary.csv into the run directory."""
     from hpcbench.figures.inputs import run_samples
@@ -175,7 +191,7 @@ def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, A
         return format_table(rows, columns, fmt="csv"), rows
     from hpcbench.report.fmt import clip
 
-    shown = [dict(r, reason=clip(r.get("reason"), 70) or None) for r in rows]
+    shown = [dict(r, reason=clip(r.get("reason"), 70) or None, **_with_intervals(r)) for r in rows]
     # A parameter's column only where it applies to one of the run's kinds (a collective's, not an empty model).
     kinds = {s.kind for s in samples}
     heads = [(c, h) for c, h in zip(TABLE_COLUMNS, TABLE_HEADERS, strict=True)

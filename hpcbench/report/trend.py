@@ -273,12 +273,15 @@ def arguments(p: Any, summarize: bool = False) -> None:
     p.add_argument("--plot", default="hpcbench-history.png", metavar="PNG", help="trend plot (default: %(default)s)")
     p.add_argument("--no-plot", action="store_true", help="skip the trend plot")
     p.add_argument("--format", choices=("table", "markdown", "github", "csv"), default="table")
+    p.add_argument("--html", metavar="DIR", help="also write a static site into DIR: a page per point with its "
+                                                 "trend, flagged runs marked, each run linked to its report")
 
 
 def command(args: Any) -> int:
     """`hpcbench history`: the table on stdout, the plot written; 1 when a reference fails in a latest run."""
     from hpcbench.report import history
     from hpcbench.report import references as refs_mod
+    from hpcbench.report.html import history_runs, write_history_site
 
     if args.last < 2:
         raise ConfigError(f"--last: {args.last} runs give no spread", hint=f"give 2 or more (default {LAST_N})")
@@ -288,6 +291,7 @@ def command(args: Any) -> int:
     db = history.connect(path, create=False)
     try:
         trends = query(db, args.cluster, args.model, since)
+        runs = history_runs(db) if args.html else {}
     finally:
         db.close()
     for t in trends:
@@ -302,4 +306,7 @@ def command(args: Any) -> int:
         print(f"{failures} reference check(s) failed in the latest runs", file=side)
     if not args.no_plot and trends:
         print(f"trend plot: {plot(trends, Path(args.plot))}", file=side)
+    if args.html:
+        site = write_history_site(trends, runs, args.last, Path(args.html), summary_line(trends, args.last))
+        print(f"history site: {site} (open it in a browser; no server needed)", file=side)
     return 1 if failures else 0

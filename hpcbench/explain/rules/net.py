@@ -24,6 +24,9 @@ _DISABLES = {"NCCL_P2P_DISABLE": ("1", "GPUs inside a node talk through host mem
 
 
 def log_checks(ctx: Context) -> list[Finding]:
+    """The log checks of `hpcbench check` on the point's own logs (socket-with-ib, shm-not-p2p, ib-without-
+    gdrdma, nccl-warn, no-nccl-lines on a GPU point), each with the log lines that show it; Socket while IB is
+    visible costs the point's communication share."""
     out: list[Finding] = []
     for f in check_point(ctx.parsed, ctx.provenance, ctx.point.device):
         if f.rule == "no-nccl-lines" and ctx.point.device != "cuda":  # only a job known to be on GPUs
@@ -48,6 +51,8 @@ def network(ctx: Context) -> list[Finding]:
 
 
 def env_disables(ctx: Context) -> list[Finding]:
+    """An NCCL_* variable that turns a transport or feature off (P2P, IB, SHM, NET, GDR level 0), set in the
+    ranks' environment or said by NCCL's own line."""
     out = []
     for name, (value, what) in _DISABLES.items():
         got, where = ctx.env(name)

@@ -18,6 +18,7 @@ COMM_BOUND = 0.25  # share of the step
 
 
 def repeats(ctx: Context) -> list[Finding]:
+    """Fewer than MIN_REPEATS repeats: the interval is over the timed steps of one run, not over runs."""
     p = ctx.point
     if not p.ok or p.point_id is None or p.repeats >= MIN_REPEATS:
         return []
@@ -27,6 +28,7 @@ def repeats(ctx: Context) -> list[Finding]:
 
 
 def noisy_steps(ctx: Context) -> list[Finding]:
+    """Step times whose coefficient of variation exceeds NOISY_CV: the mean hides a wide spread."""
     times = list(getattr(ctx.record, "step_times_s", None) or [])
     if len(times) < 3:
         return []
@@ -39,6 +41,7 @@ def noisy_steps(ctx: Context) -> list[Finding]:
 
 
 def within_noise_of_baseline(ctx: Context) -> list[Finding]:
+    """A speedup whose throughput interval overlaps its baseline's: not distinguishable from no change."""
     p = ctx.point
     if p.speedup is None or p.throughput_lo is None or not p.base_throughput or p.world_size == p.base_world_size:
         return []
@@ -62,6 +65,8 @@ def _by_throughput(points: Sequence[Subject]) -> dict[tuple[float | None, int | 
 
 
 def communication(ctx: Context) -> list[Finding]:
+    """Communication not hidden behind compute (step - compute-only step) of COMM_BOUND or more of the step; an
+    info line when its interval reaches 0."""
     p = ctx.point
     share = p.comm_fraction
     if share is None or share < COMM_BOUND or p.comm_time_s is None or (p.world_size or 1) < 2:
