@@ -8,9 +8,10 @@ Each trial draws every pair's bandwidth and latency and every node's compute pro
 ``--repeats`` draws around 1 with relative noise ``--noise-cv`` (lognormal). Bad nodes are of two kinds,
 drawn half and half: a slow link (every pair of the node at ``--link-factor`` of the bandwidth, latency
 times 1/factor) and slow compute (probe at 1/``--cpu-factor`` of the time; the pairs slow down too, by
-half, as a CPU-bound socket transport does). A hunt is: one test over all nodes (ring allreduce: as slow
-as its slowest link, stop if healthy), ``rounds`` rounds of disjoint pairs, then one confirming round that
-pairs each suspect with a node found healthy; a suspect stays named only if it is slow again there.
+half, as a CPU-bound socket transport does). A hunt is what `hpcbench hunt` does: round 0 of disjoint pairs
+and every node's probe is the test over all nodes (stop if healthy), then the other rounds, then one
+confirming round that pairs each suspect with a node found healthy (a pair suspect: the pair again; a
+compute suspect: its probe again); a suspect stays named only if it is slow again there.
 
 Detection: bad nodes named / bad nodes. Kind right: of those, named with the right kind. False alarms:
 healthy nodes named / healthy nodes (and the share of trials with any). Wall time: rounds used times
@@ -34,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hpcbench.hunt.decide import DROP, PROBE_RISE, PairTest, Probe, Spread, decide  # noqa: E402
-from hpcbench.hunt.schedule import confirm_round, rounds  # noqa: E402
+from hpcbench.hunt.decide import PairTest, Probe, Verdict, confirm, confirm_pairs, decide  # noqa: E402
+from hpcbench.hunt.schedule import rounds  # noqa: E402
 
 
 class World:
@@ -60,35 +61,24 @@ class World:
     def probe(self, node: str) -> Probe:
         return Probe(node, self._noisy(1.0 / (self.args.cpu_factor if self.kind.get(node) == "compute" else 1.0)))
 
-    def gate_healthy(self, probes: list[Probe]) -> bool:
-        """The first test: an allreduce over all nodes (a ring: as fast as its slowest link) against the
-        healthy figure, and every node's probe against the median node's."""
-        worst = min((self._factor(n) for n in self.nodes), default=1.0)
-        spread = Spread.of(statistics.median(p.seconds) for p in probes)
-        slow_probe = any(spread.high(statistics.median(p.seconds), PROBE_RISE) for p in probes)
-        return statistics.median(self._noisy(worst)) >= 1 - DROP and not slow_probe
 
-def hunt(world: World, n_rounds: int, seed: int) -> tuple[set[str], dict[str, str], int]:
-    """(named nodes, their kinds, rounds used) for one hunt of ``world``."""
+
+def hunt(world: World, n_rounds: int, seed: int) -> tuple[Verdict, int]:
+    """One hunt of ``world`` as `hpcbench hunt` runs it (hpcbench.hunt.run.plan_rounds): round 0 and the probes
+    are the test over all nodes; the other rounds follow only if it is not healthy; then a confirming round."""
     probes = [world.probe(n) for n in world.nodes]
-    if world.gate_healthy(probes):
-        return set(), {}, 1
-    tests = [world.pair(a, b, r) for r, pairs in enumerate(rounds(world.nodes, n_rounds, seed)) for a, b in pairs]
+    sched = rounds(world.nodes, n_rounds, seed)
+    tests = [world.pair(a, b, 0) for a, b in sched[0]]
     first = decide(tests, probes)
     if first.healthy:
-        return set(), {}, 1 + n_rounds
-    named = set(first.excluded)
-    healthy = [n for n in world.nodes if n not in named]
-    again = [world.pair(a, b, n_rounds) for a, b in confirm_round(sorted(named), healthy)]
-    # The confirming round is judged against the first rounds' spread: it holds too few pairs for its own.
-    confirm = decide(tests + again, probes)
-    still = {s.node for s in confirm.suspects if s.kind == "compute"}
-    for t in again:
-        if first.bandwidth.low(statistics.median(t.bandwidth)):
-            still |= {t.a, t.b} & named
-    kinds = {s.node: s.kind for s in first.suspects if s.node in still}
-    kinds.update({s.partner: s.kind for s in first.suspects if s.partner in still})
-    return still, kinds, 2 + n_rounds
+        return first, 1
+    tests += [world.pair(a, b, r) for r, pairs in enumerate(sched[1:], 1) for a, b in pairs]
+    first = decide(tests, probes)
+    if first.healthy:
+        return first, len(sched)
+    again = [world.pair(a, b, len(sched)) for a, b in confirm_pairs(first, world.nodes)]
+    probes_again = [world.probe(s.node) for s in first.suspects if s.kind == "compute"]
+    return confirm(first, again, probes_again), len(sched) + 1
 
 
 def _bad_counts(n: int, spec: str) -> int:
@@ -130,7 +120,9 @@ def _row(n: int, bad: int, n_rounds: int, args: argparse.Namespace) -> None:
     for trial in range(args.trials):
         rng = random.Random(args.seed * 1_000_003 + trial * 7919 + n + bad)
         world = World(n, bad, args, rng)
-        named, kinds, r = hunt(world, n_rounds, seed=trial)
+        verdict, r = hunt(world, n_rounds, seed=trial)
+        named = set(verdict.excluded)
+        kinds = {s.node: s.kind for s in verdict.suspects}
         hits = named & world.kind.keys()
         found += len(hits)
         right += sum(1 for node in hits if kinds.get(node) == world.kind[node])

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from hpcbench.hunt.decide import PairTest, Probe, decide
+from hpcbench.hunt.decide import PairTest, Probe, confirm, confirm_pairs, decide
 from hpcbench.hunt.schedule import confirm_round, rounds
 
 NODES = [f"node{i}" for i in range(1, 9)]
@@ -90,3 +90,26 @@ def test_one_slow_pair_between_healthy_nodes_is_a_pair_suspect_naming_both_ends(
 
 def test_confirm_round_pairs_each_suspect_with_a_healthy_node() -> None:
     assert confirm_round(["n9", "n1"], ["n2", "n3", "n4"]) == [("n2", "n9"), ("n1", "n3")]
+
+
+def test_confirming_round_keeps_a_real_suspect_and_drops_one_that_is_fine_against_a_healthy_partner() -> None:
+    tests, probes = _world(bad_link={"node3"})
+    first = decide(tests, probes)
+    pairs = confirm_pairs(first, NODES)
+    assert len(pairs) == 1 and "node3" in pairs[0] and set(pairs[0]) - {"node3"} <= set(NODES)
+    slow = [PairTest(a, b, (23e6 * 0.2,) * 3) for a, b in pairs]
+    fine = [PairTest(a, b, (23e6,) * 3) for a, b in pairs]
+    kept = confirm(first, slow)
+    assert [s.node for s in kept.suspects] == ["node3"] and "slow again" in kept.suspects[0].evidence
+    assert confirm(first, fine).healthy
+    untested = confirm(first, [])
+    assert [s.node for s in untested.suspects] == ["node3"] and "not confirmed" in untested.suspects[0].evidence
+
+
+def test_a_compute_suspect_is_confirmed_by_its_probe_and_a_pair_suspect_by_the_pair() -> None:
+    first = decide(*_world(bad_cpu={"node5"}))
+    assert confirm(first, [], [Probe("node5", (1.6,) * 3)]).excluded == ("node5",)
+    assert confirm(first, [], [Probe("node5", (0.5,) * 3)]).healthy
+    pair = decide(*_world(bad_pair=("node1", "node2"), n_rounds=7))
+    assert confirm_pairs(pair, NODES) == [("node1", "node2")]
+    assert confirm(pair, [PairTest("node1", "node2", (23e6,) * 3)]).healthy

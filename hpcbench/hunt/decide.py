@@ -12,11 +12,12 @@ one once has one slow pair out of several and is not named.
 from __future__ import annotations
 
 import heapq
+import math
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from hpcbench.hunt.schedule import Pair
+from hpcbench.hunt.schedule import Pair, confirm_round
 
 DROP = 0.25  # a pair this much below the median bandwidth can be slow ...
 K = 4.0  # ... and must also be this many scaled MADs below it
@@ -157,3 +158,45 @@ def _links(partners: dict[str, list[Pair]], slow: set[Pair], explained: set[Pair
                              f"{_mb(bw_s.median)} ({seen})", share))
         explained.update(mine)
     return found
+
+
+def confirm(first: Verdict, again: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
+    """``first``'s suspects that are slow again in a confirming round (schedule.confirm_round), judged against
+    the first rounds' spreads (a confirming round holds too few pairs for its own): a link suspect against a
+    healthy partner, a compute suspect by its probe, a pair suspect by the pair itself. A suspect the round
+    did not test stays, marked unconfirmed."""
+    slow_pairs = {t.pair for t in again if first.bandwidth.low(_med(t.bandwidth) or math.inf)
+                  or (t.latency and first.latency.high(_med(t.latency) or 0.0, LATENCY_RISE))}
+    tested_pairs = {t.pair for t in again}
+    slow_nodes = {n for p in slow_pairs for n in p}
+    tested_nodes = {n for p in tested_pairs for n in p}
+    probed = {p.node: _med(p.seconds) or 0.0 for p in probes}
+    kept: list[Suspect] = []
+    for s in first.suspects:
+        if s.kind == "compute":
+            tested, still = s.node in probed, first.probe.high(probed.get(s.node, 0.0), PROBE_RISE)
+        elif s.kind == "pair" and s.partner:
+            pair = (s.node, s.partner) if s.node < s.partner else (s.partner, s.node)
+            tested, still = pair in tested_pairs, pair in slow_pairs
+        else:
+            tested, still = s.node in tested_nodes, s.node in slow_nodes
+        if still:
+            kept.append(replace(s, evidence=f"{s.evidence}; slow again in the confirming round"))
+        elif not tested:
+            kept.append(replace(s, evidence=f"{s.evidence}; not confirmed (no healthy partner was free)"))
+    return replace(first, suspects=tuple(kept))
+
+
+def confirm_pairs(first: Verdict, nodes: Sequence[str]) -> list[Pair]:
+    """The confirming round for ``first``: each link suspect against a node found healthy, each pair suspect's
+    pair again, disjoint (a compute suspect is confirmed by its probe, not a pair)."""
+    blamed = set(first.excluded)
+    healthy = [n for n in nodes if n not in blamed]
+    links = [s.node for s in first.suspects if s.kind == "link"]
+    out = confirm_round(links, healthy)
+    busy = {n for p in out for n in p}
+    for s in first.suspects:
+        if s.kind == "pair" and s.partner and not {s.node, s.partner} & busy:
+            out.append((s.node, s.partner) if s.node < s.partner else (s.partner, s.node))
+            busy |= {s.node, s.partner}
+    return out
