@@ -107,17 +107,25 @@ def _mb(x: float) -> str:
     return f"{x / 1e6:.3g} MB/s"
 
 
+def _by_node(values: dict[Pair, float], partners: dict[str, list[Pair]]) -> Spread:
+    """The spread of the nodes' typical pair: each node's median over its pairs, then their median and MAD.
+    Over the pairs themselves, a bad node of four touches half of all pairs (every pair of a full round-robin
+    but three) and moves the median; it touches one pair of each other node, so each healthy node's median
+    stays healthy."""
+    return Spread.of(m for ps in partners.values() if (m := _med([values[p] for p in ps if p in values])) is not None)
+
+
 def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
     """The suspects among the nodes of ``tests`` and ``probes``, most certain first."""
     bw = {t.pair: m for t in tests if (m := _med(t.bandwidth)) is not None}
     lat = {t.pair: m for t in tests if (m := _med(t.latency)) is not None}
     secs = {p.node: m for p in probes if (m := _med(p.seconds)) is not None}
-    bw_s, lat_s, probe_s = Spread.of(bw.values()), Spread.of(lat.values()), Spread.of(secs.values())
-    slow = {p for p, v in bw.items() if bw_s.low(v)} | {p for p, v in lat.items() if lat_s.high(v, LATENCY_RISE)}
     partners: dict[str, list[Pair]] = {}
     for p in dict.fromkeys([*bw, *lat]):
         for n in p:
             partners.setdefault(n, []).append(p)
+    bw_s, lat_s, probe_s = _by_node(bw, partners), _by_node(lat, partners), Spread.of(secs.values())
+    slow = {p for p, v in bw.items() if bw_s.low(v)} | {p for p, v in lat.items() if lat_s.high(v, LATENCY_RISE)}
     suspects = [Suspect(n, "compute", f"compute probe {s:.3g} s against the median node's {probe_s.median:.3g} s",
                         min(1.0, (s / probe_s.median - 1) / (2 * PROBE_RISE)) if probe_s.median else 1.0)
                 for n, s in sorted(secs.items(), key=lambda kv: -kv[1]) if probe_s.high(s, PROBE_RISE)]
