@@ -40,7 +40,8 @@ def pair_matrix(doc: dict[str, Any], path: Path) -> Path:
     for tick in (*ax.get_xticklabels(), *ax.get_yticklabels()):
         if tick.get_text().endswith(")"):
             tick.set_color("tab:red")
-    ax.set_title(f"hunt of {len(nodes)} nodes, job {doc.get('job_id')}: {doc.get('rounds_used')} rounds, "
+    used = doc.get("rounds_used")
+    ax.set_title(f"hunt of {len(nodes)} nodes, job {doc.get('job_id')}: {used} round{'' if used == 1 else 's'}, "
                  f"{'no suspect' if doc.get('healthy') else 'suspects in red'}")
     fig.tight_layout()
     out = path.parent / "hunt-pairs.png"
