@@ -5,6 +5,7 @@
       sweep_path.txt      where that file was (relative paths in it are relative to its folder)
       cluster.txt         the path of the cluster profile file the sweep used, if any
       plan.json           the expanded points (hpcbench.plan/2; /1 is read too)
+      excluded.json       nodes kept out of its jobs (--exclude-nodes) and why (hpcbench.excluded/1)
       ledger.jsonl        one line per event (hpcbench.ledger/1): submitting (the intent, written before
                           sbatch), submitted, submit_failed, submit_lost, finished (a point run before
                           submit returned), ended (the scheduler's word on a job it says is over, kept by
@@ -168,6 +169,7 @@ class RunDir:
     # The cluster profile file the sweep used (its absolute path), so resubmit renders with it again.
     cluster_ref = property(lambda self: self.root / "cluster.txt")
     plan_json = property(lambda self: self.root / "plan.json")
+    excluded_json = property(lambda self: self.root / "excluded.json")  # nodes kept out (--exclude-nodes), and why
     ledger = property(lambda self: self.root / "ledger.jsonl")
     summary_csv = property(lambda self: self.root / "summary.csv")
     report_dir = property(lambda self: self.root / "report")  # summarize's default --out

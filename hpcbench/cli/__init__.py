@@ -38,6 +38,8 @@ VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable
      node.args_doctor, node.cmd_doctor),
     ("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)", node.args_minicluster,
      node.cmd_minicluster),
+    ("hunt", "find the slow node or link among many (pairs in rounds, compute probes) and write hunt.json for "
+     "--exclude-nodes", node.args_hunt, node.cmd_hunt),
     ("env", "what this node can run (torch.distributed, Horovod build) and its provenance", node.args_env,
      node.cmd_env),
 )

@@ -107,3 +107,62 @@ def args_minicluster(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("up", "down", "status"))
     default = "/var/tmp/hpcbench-minicluster"  # ops.minicluster.DEFAULT_DIR, without importing it for --help
     p.add_argument("--dir", default=default, help=f"state, config and logs (default: {default})")
+
+
+def cmd_hunt(args: Args) -> int:
+    from hpcbench.hunt import record
+    from hpcbench.hunt.run import HuntSettings, hunt
+    from hpcbench.plan import cluster as cluster_mod
+    from hpcbench.rundir import RunDir
+    from hpcbench.workloads.distenv import expand_hostlist
+
+    profile = cluster_mod.load(profile_arg(args.cluster)) if args.cluster else None
+    settings = HuntSettings(
+        nodes=tuple(expand_hostlist(args.nodes)) if args.nodes else (), count=args.nodes_count,
+        partition=args.partition or (profile.get("partition") if profile else None), rounds=args.rounds,
+        nbytes=args.bytes, repeats=args.repeats, backend=args.backend, env=profile.env if profile else ())
+    h = hunt(settings)
+    out = Path(args.out) if args.out else RunDir.default_path(Path(args.runs_root), "hunt")
+    path = record.write(h, out)
+    doc = record.read(path)
+    v = h.verdict
+    per_round = ", ".join(f"{t:.1f}" for t in h.round_seconds)
+    echo(f"hunt over {len(h.allocation.nodes)} nodes ({', '.join(h.allocation.nodes)}), job {h.allocation.job_id}: "
+         f"{h.rounds_used} round(s) in {h.seconds:.0f} s (seconds per round: {per_round})")
+    echo(f"pairs: median {v.bandwidth.median / 1e6:.3g} MB/s (robust sd {v.bandwidth.mad / 1e6:.2g}), small "
+         f"allreduce {v.latency.median * 1e6:.0f} us; compute probe: median {v.probe.median:.3g} s")
+    for f in h.failures:
+        echo(f"could not measure: {f}")
+    for s in v.suspects:
+        where = f"{s.node}-{s.partner}" if s.partner else s.node
+        echo(f"suspect {where}: {s.kind} (confidence {s.confidence:.2f}): {s.evidence}")
+    if v.healthy:
+        echo("no suspect: every pair and probe is within the spread of the others")
+    else:
+        echo(f"keep them out: hpcbench sweep SWEEP --exclude-nodes @{path}")
+    if not args.no_plots:
+        from hpcbench.report.huntplot import pair_matrix
+
+        echo(f"pair matrix: {pair_matrix(doc, path)}")
+    echo(f"wrote {path}")
+    return 0 if v.healthy and not h.failures else 1
+
+
+def args_hunt(p: argparse.ArgumentParser) -> None:
+    from hpcbench.hunt.schedule import ROUNDS
+
+    p.add_argument("--nodes", help="the nodes to hunt among, a Slurm host list such as node[1-8] (default: the "
+                                   "allocation this runs in)")
+    p.add_argument("--nodes-count", type=int, metavar="N", help="allocate N nodes (with --partition) instead")
+    p.add_argument("--partition", help="partition to allocate in (default: the cluster profile's)")
+    p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
+                   help="cluster profile whose [env] the pair tests use (interfaces, MPI settings)")
+    p.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds of pairs after round 0 shows a problem "
+                                                              f"(default {ROUNDS}; all pairs: nodes - 1)")
+    p.add_argument("--bytes", type=int, default=8 << 20, help="message size of the bandwidth test (default 8 MiB)")
+    p.add_argument("--repeats", type=int, default=3, help="measurements per pair and probe (default 3)")
+    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
+                   help="auto: NCCL where there are GPUs, else Gloo")
+    p.add_argument("--out", help="folder for hunt.json and the pair matrix (default: RUNS_ROOT/hunt-<UTC time>)")
+    p.add_argument("--runs-root", default="runs")
+    p.add_argument("--no-plots", action="store_true")

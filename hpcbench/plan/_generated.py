@@ -39,6 +39,7 @@ class SlurmSettings:
     modules: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     sbatch_args: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
     launcher_args: tuple[str, ...] = ()
     max_jobs_in_queue: int = 0
     pack: bool = False

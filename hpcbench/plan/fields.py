@@ -248,6 +248,10 @@ SLURM = (
     Setting("sbatch_args", (), c.sbatch_args, "extra #SBATCH lines (long options only)", tuple[str, ...],
             refuse="raw options hpcbench does not read, so no report could tell their points apart; vary the "
             "[slurm] key that says the same (partition, mem, cpus_per_task, ...)"),
+    Setting("exclude", (), c.str_list, "nodes kept out of every job (sbatch --exclude), e.g. the suspects of a hunt; "
+            "`--exclude-nodes @hunt.json` adds to it", tuple[str, ...],
+            refuse="which nodes may run the jobs, the same for every point; a node to compare is a [matrix] of "
+            "its own sweep"),
     Setting("launcher_args", (), c.str_list, "extra launcher arguments, each quoted", tuple[str, ...],
             refuse="raw options hpcbench does not read, so no report could tell their points apart; vary "
             "launcher, cpu_bind or mpi, or an environment variable in [matrix.env]"),
