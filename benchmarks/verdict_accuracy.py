@@ -59,9 +59,15 @@ def claims(rule: str, claim: str) -> list[tuple[str, str]]:
             out.append(("hosts", "1"))
         elif m:
             out.append(("hosts", m.group(1)))
-        elif text.startswith("inter-node") or "hosts" in text.split(":")[0]:
+        elif text.startswith(("inter-node", "several hosts")):
             out.append(("hosts", "multi"))
-        net = _network(text) if "network not shown" not in text else None
+        said = text.split("; network ", 1)  # "2 hosts (why); network RoCE, selected (...)"
+        if len(said) == 2:
+            m = re.match(r"([^,;(]+?)(?: over ([\w+]+))?(?:,|;|\(|$)", said[1])
+            net = None if said[1].startswith("not shown") or not m else \
+                ("RoCE" if m.group(1) == "IB" and m.group(2) == "RoCE" else m.group(1).strip())
+        else:
+            net = _network(text) if "network not shown" not in text else None
         if net:
             out.append(("network", net))
         elif not out:
@@ -74,10 +80,9 @@ def claims(rule: str, claim: str) -> list[tuple[str, str]]:
     if rule in ("no-nccl-lines", "collect"):
         return [("collect", CANT)]
     if rule == "busbw":
-        for word in ("plausible", "low", "nothing", "latency-bound"):
-            if re.search(rf"\b{word}\b", text):
-                return [("figures", word)]
-        return [("figures", CANT)]
+        m = re.match(r"figures ([\w-]+)", text)
+        word = m.group(1) if m else ""
+        return [("figures", word if word in ("plausible", "low", "nothing", "latency-bound") else CANT)]
     if rule == "no-rows":
         return [("rows", CANT)]
     if rule == "nccl-env":
@@ -167,7 +172,7 @@ def check_lines(path: Path) -> list[tuple[str, str]]:
     from hpcbench.parse import commands
 
     if hasattr(commands, "check_findings"):
-        found = commands.check_findings(commands._parse_all([str(path)]), [], False)
+        found = commands.check_findings(commands._read_all([str(path)]), [], False)
         return [(f.rule, f.claim) for f in found]
     from hpcbench.parse.api import parse_file
     from hpcbench.parse.checks import check_parsed, verdict

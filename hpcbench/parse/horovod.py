@@ -15,7 +15,7 @@ PER_DEVICE = re.compile(r"Img/sec per (GPU|CPU):\s*([\d.]+)\s*\+-\s*([\d.]+)")
 TOTAL = re.compile(r"Total img/sec on (\d+) (GPU|CPU)\(s\):\s*([\d.]+)\s*\+-\s*([\d.]+)")
 TF_TOTAL = re.compile(r"total images/sec:\s*([\d.]+)")
 NUMBER_OF = re.compile(r"^Number of (GPU|CPU)s: (\d+)\s*$")
-LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|orterun|horovodrun)(?:\.\w+)?\s(?:.*?\s)?(?:-np|-n|--np|-c)\s+(\d+)\b")
+LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|orterun|horovodrun)(?:\.\w+)?\s(?:.*?\s)??(?:-np|-n|--np|-c)\s+(\d+)\b")
 
 
 class HorovodState:

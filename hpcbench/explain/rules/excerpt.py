@@ -1,0 +1,36 @@
+"""What a log that measured nothing still says: an nccl-tests header whose rows are not in the text (an
+excerpt, not a failed job), and a single-rank run, whose figures would measure no link."""
+
+from __future__ import annotations
+
+from hpcbench.explain.context import Context
+from hpcbench.findings import Finding
+from hpcbench.parse.checks import one_rank
+from hpcbench.vocab import INFO, WARNING
+
+
+def no_rows(ctx: Context) -> list[Finding]:
+    tests = [p["nccl_tests"] for p in ctx.parsed if p.get("nccl_tests") is not None]
+    if not tests or any(t.get("rows") for t in tests):
+        return []
+    head = ctx.evidence.all("run_header")
+    where = str(head[0].line) if head else None
+    return [Finding(INFO, "no-rows", "the log holds nccl-tests' header but no data row: the text ends before the "
+                    "table, so there is no figure to judge", "paste or attach the whole output, down to 'Avg bus "
+                    "bandwidth'", where, subject=ctx.name)]
+
+
+def single_rank(ctx: Context) -> list[Finding]:
+    """A log with no table whose job had one rank (a measured table says it in rule 'busbw')."""
+    tests = [p["nccl_tests"] for p in ctx.parsed if p.get("nccl_tests") is not None]
+    alone = one_rank(ctx.evidence)
+    if alone is None or not tests or any(t.get("rows") for t in tests):
+        return []
+    return [Finding(WARNING, "busbw", "figures nothing: one rank, so no link is crossed (nccl-tests' busbw of one "
+                    "rank is 0 by definition)", "run on two or more GPUs (-g 2, or mpirun -np 2) to measure a link",
+                    str(alone.line), subject=ctx.name)]
+
+
+RULES = (no_rows, single_rank)
+ORDER = 30
+ON_LOGS_ALONE = True
