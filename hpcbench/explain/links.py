@@ -149,10 +149,13 @@ def within_host(gpus: set[str], nvls: bool, transports: set[str],
     gpu = min(gpus)
     if any(t.startswith("SHM") for t in transports):
         return None, "SHM goes through host memory, whose bandwidth is not in the table"
-    peak = nvlink(gpu, nvls) or (nvlink(gpu) if nvls else None) or gpu_pcie(gpu)
+    peak = nvlink(gpu, nvls) or (nvlink(gpu) if nvls else None)
     if peak:
         return peak, ""
     bus = _slowest_pcie(prov or [])
-    if bus:
+    if bus:  # the link the GPU trained to beats the one it is built for
         return Peak(bus.gbps, f"{bus.link} ({gpu}, PCIe from sysfs)", None, bus.source), ""
+    built = gpu_pcie(gpu)
+    if built:
+        return built, ""
     return None, f"{gpu}: no NVLink in the table, and no provenance gives its PCIe link (sysfs)"

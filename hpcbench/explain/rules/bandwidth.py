@@ -87,4 +87,4 @@ def cliff(ctx: Context) -> list[Finding]:
 
 
 RULES = (busbw, cliff)
-ORDER = 20
+ORDER = 30  # with the figures: what they can be compared with
