@@ -85,8 +85,15 @@ def _horovod(hvd: dict[str, Any], head: str, nranks: int | None, how: list[str],
                   # Horovod's benchmark prints +-1.96 sigma of its per-iteration rates: a 95% spread
                   throughput_ci95=hvd.get("total_img_sec_err"),
                   step_time_s=(batch * world / total) if (total and batch and world) else None,
-                  reason="" if total else "Horovod output without a 'Total img/sec on N GPU(s)' line "
-                  "(cut short, or still running?)", inferred="; ".join(said), **base)
+                  reason="" if total else _no_total(hvd), inferred="; ".join(said), **base)
+
+
+def _no_total(hvd: dict[str, Any]) -> str:
+    run = hvd.get("unfinished")
+    if run:
+        return (f"Horovod printed {run['iterations']} iteration(s) (last {run['last_img_sec']:g} img/sec) and no "
+                "'Total img/sec' summary: cut short, or still running?")
+    return "Horovod output without a 'Total img/sec on N GPU(s)' line (cut short, or still running?)"
 
 
 def _ranks_from(device: str, source: str) -> str:

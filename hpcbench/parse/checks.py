@@ -17,7 +17,7 @@ from typing import Any
 
 from hpcbench.findings import Finding
 from hpcbench.parse.evidence import Clue, Evidence
-from hpcbench.vocab import ERROR, INFO, LINK_LAYERS, NET_SOCKET, WARNING
+from hpcbench.vocab import ERROR, INFO, NET_SOCKET, WARNING
 
 HINT_SOCKET = "check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE (and that the IB plugin/rdma-core load)"
 HINT_SHM = "P2P was not used inside the node: NCCL_P2P_DISABLE or NCCL_P2P_LEVEL set? ACS or IOMMU on (check nvidia-smi topo -m)?"
@@ -377,8 +377,8 @@ def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None, eviden
             text += f": {', '.join(intra)}" + (" (NVLS)" if nccl.get("nvls_used") and "NVLS" not in intra else "")
     text += f"; network {network}, {how}" if network else f"; network not shown ({how})"
     inter = [e for e in edges if (e.get("transport") or "").startswith("NET/")]
-    if inter and network and (network.startswith(("IB", "RoCE")) or network in LINK_LAYERS):
-        gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
+    gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
+    if inter and network and (gdr or network.startswith(("IB", "RoCE"))):  # any network's edges (NET/AWS Libfabric/0/GDRDMA too)
         text += f"; GPUDirect RDMA on {gdr}/{len(inter)} network edges"
     if network == NET_SOCKET and hosts != 1:
         text += f" while an IB device is visible {where_ib}" if where_ib else " (no IB device seen)"

@@ -1,5 +1,6 @@
-"""What a log that measured nothing still says: an nccl-tests header whose rows are not in the text (an
-excerpt, not a failed job), and a single-rank run, whose figures would measure no link."""
+"""What a log that measured nothing (or not all it started) still says: an nccl-tests header whose rows are not in
+the text (an excerpt, not a failed job), a single-rank run, whose figures would measure no link, and a Horovod
+run cut before its summary."""
 
 from __future__ import annotations
 
@@ -31,6 +32,20 @@ def single_rank(ctx: Context) -> list[Finding]:
                     str(alone.line), subject=ctx.name)]
 
 
-RULES = (no_rows, single_rank)
+def unfinished(ctx: Context) -> list[Finding]:
+    """A Horovod run after the last summary that printed iterations and no summary: cut, or stopped."""
+    out = []
+    for p in ctx.parsed:
+        run = (p.get("horovod") or {}).get("unfinished")
+        if run:
+            np = f" (launcher -np {run['launcher_np']})" if run.get("launcher_np") else ""
+            out.append(Finding(WARNING, "unfinished", f"a Horovod run{np} printed {run['iterations']} iteration(s), "
+                               f"the last at {run['last_img_sec']:g} img/sec, and no 'Total img/sec' summary: it was "
+                               "cut short or stopped, so its figures are left out", "read the end of that run's output "
+                               "(a failure line, or the paste stopping there)", subject=ctx.name))
+    return out
+
+
+RULES = (no_rows, single_rank, unfinished)
 ORDER = 30  # with the figures: what a log without them still says
 ON_LOGS_ALONE = True
