@@ -22,9 +22,6 @@ Placement = tuple[str, str, int | None, int | None]  # framework, backend, nodes
 LATENCY_MAX = 1 << 20  # a table that stops here measures latency: busbw climbs with size up to ~100s of MiB
 
 
-UPPER = "an upper bound: the log names no NIC, and the GPU's own link bounds what crosses the network"
-
-
 def unjudged(point: Subject, evidence: Evidence) -> tuple[str, str] | None:
     """Why a communication point's busbw says nothing about a link: ('nothing' or 'latency-bound', the reason)."""
     rows = [r for r in point.rows if r.size_bytes > 0]
@@ -57,12 +54,16 @@ def peak(ctx: Context) -> tuple[links.Peak | None, str]:
     if inter and named and links.instance(named):
         return links.instance(named), ""
     if inter:
-        found, why = links.between_hosts(ctx.network(), ctx.provenance, p.ranks_per_node or 1)
-        gpus = ctx.gpu_models()
-        bound = links.nvlink(min(gpus)) if gpus and found is None and not ctx.provenance else None
-        return (bound, UPPER) if bound else (found, why)
+        return links.between_hosts(ctx.network(), ctx.provenance, p.ranks_per_node or 1)
     nvls = any(n.get("nvls_used") for n in ctx.nccl)
     return links.within_host(ctx.gpu_models(), nvls, ctx.transports(), ctx.provenance)
+
+
+def gpu_bound(ctx: Context) -> links.Peak | None:
+    """Where the link between hosts is not known, the GPU's own link (NVLink, Infinity Fabric) still bounds the
+    busbw of a collective across hosts: an upper bound, not the peak (the report shows peaks only)."""
+    gpus = ctx.gpu_models()
+    return links.nvlink(min(gpus)) if gpus else None
 
 
 def _curve(point: Subject) -> dict[int, float]:

@@ -47,14 +47,18 @@ def busbw(ctx: Context) -> list[Finding]:
     if not rows:
         return []
     top = rows[-1]
-    peak, note = bounds.peak(ctx)
+    peak, _why = bounds.peak(ctx)
     where = f"{top.busbw_gbps:g} GB/s busbw at {_size(top.size_bytes)}"
-    if peak is not None and note == bounds.UPPER:  # only a bound: the figure can be within it, or impossible
-        if top.busbw_gbps <= peak.gbps:
-            return [Finding(INFO, "busbw", f"figures plausible: {where} is within the {peak.link} peak of "
-                            f"{peak.gbps:g} GB/s; the log does not name the NICs, which bound it between hosts",
-                            "add provenance (hpcbench's job scripts record the NICs) to judge it against the network",
-                            peak.source, subject=ctx.name)]
+    bound = bounds.gpu_bound(ctx) if peak is None and len(ctx.hosts()) > 1 else None
+    if bound is not None:  # only a bound: the figure is within it, or cannot be
+        if top.busbw_gbps <= bound.gbps:
+            return [Finding(INFO, "busbw", f"figures plausible: {where} is within the {bound.link} peak of "
+                            f"{bound.gbps:g} GB/s, an upper bound; the log does not name the NICs, which bound it "
+                            "between hosts", "add provenance (hpcbench's job scripts record the NICs) to judge it "
+                            "against the network", bound.source, subject=ctx.name)]
+        return [Finding(WARNING, "busbw", f"figures above the link: {where} exceeds even the {bound.link} peak of "
+                        f"{bound.gbps:g} GB/s", "check which link the traffic really crosses", bound.source,
+                        subject=ctx.name)]
     if peak is None:
         return []
     ref = peak.practical or peak.gbps
