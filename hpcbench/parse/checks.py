@@ -220,7 +220,7 @@ def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, ne
         if multi or not alone:
             what = "a multi-host job" if multi else "a list that also holds other interfaces"
             out.append(Finding(ERROR if multi else WARNING, "lo-interface",
-                               f"{c.groups[1]} is NCCL's {c.groups[0].split()[0]} interface in {what}: a peer on "
+                               f"{c.groups[1]} is NCCL's {(c.groups[0] or 'socket').split()[0]} interface in {what}: a peer on "
                                "another host cannot be reached through it", "set NCCL_SOCKET_IFNAME to the "
                                "interface the hosts reach each other on (e.g. eth0, ib0, bond0)", str(c.line)))
     for c in ev.all("efa_missing")[:1]:
@@ -292,7 +292,7 @@ def check_parsed(parsed: dict[str, Any], provenance: list[dict] | None = None, *
     where_ib = _ib_visible(nccl or {}, provenance)
     hosts, _why = hosts_seen(parsed, ev)
     network, _how = network_seen(parsed, ev, where_ib)
-    out += [f.about(name) for f in _evidence_checks(parsed, ev, hosts, network)]
+    out += [f.about(str(name)) for f in _evidence_checks(parsed, ev, hosts, network)]
     out += env_findings(ev.env, name)
     if nccl is None:
         if gpu:
