@@ -240,9 +240,10 @@ def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, ne
                            str(ev.all("version")[0].line)))
     gdr = next(iter(ev.all("gdr_off")), None)
     if gdr and (network or "").startswith(("IB", "RoCE")):
-        far = gdr.groups[2] or (f"distance {gdr.groups[0]}" if gdr.groups[0] else "far")
-        out.append(Finding(INFO, "gdr-topology", f"GPUDirect RDMA is off because the GPU and its NIC are {far} apart "
-                           "(across a host bridge or CPU sockets), beyond NCCL's default NCCL_NET_GDR_LEVEL (PXB)",
+        far = f"{gdr.groups[2]} apart" if gdr.groups[2] else \
+            f"too far apart (NCCL's distance {gdr.groups[0]} >= its limit {gdr.groups[1]})"
+        out.append(Finding(INFO, "gdr-topology", f"GPUDirect RDMA is off because the GPU and its NIC are {far}: "
+                           "across a host bridge or CPU sockets, beyond NCCL's default NCCL_NET_GDR_LEVEL (PXB)",
                            "put the GPU and NIC under one PCIe switch, or raise NCCL_NET_GDR_LEVEL (e.g. PHB) after "
                            "measuring that it helps", str(gdr.line)))
     for c in ev.all("no_p2p")[:1]:

@@ -47,6 +47,7 @@ def busbw(ctx: Context) -> list[Finding]:
     if not rows:
         return []
     top = rows[-1]
+    named = next((str(c.line) for c in ctx.evidence.all("rank_line")), None)  # the line that names the GPU
     peak, _why = bounds.peak(ctx)
     where = f"{top.busbw_gbps:g} GB/s busbw at {_size(top.size_bytes)}"
     bound = bounds.gpu_bound(ctx) if peak is None and len(ctx.hosts()) > 1 else None
@@ -55,10 +56,10 @@ def busbw(ctx: Context) -> list[Finding]:
             return [Finding(INFO, "busbw", f"figures plausible: {where} is within the {bound.link} peak of "
                             f"{bound.gbps:g} GB/s, an upper bound; the log does not name the NICs, which bound it "
                             "between hosts", "add provenance (hpcbench's job scripts record the NICs) to judge it "
-                            "against the network", bound.source, subject=ctx.name)]
+                            "against the network", "; ".join(x for x in (named, bound.source) if x), subject=ctx.name)]
         return [Finding(WARNING, "busbw", f"figures above the link: {where} exceeds even the {bound.link} peak of "
-                        f"{bound.gbps:g} GB/s", "check which link the traffic really crosses", bound.source,
-                        subject=ctx.name)]
+                        f"{bound.gbps:g} GB/s", "check which link the traffic really crosses",
+                        "; ".join(x for x in (named, bound.source) if x), subject=ctx.name)]
     if peak is None:
         return []
     ref = peak.practical or peak.gbps
@@ -66,14 +67,15 @@ def busbw(ctx: Context) -> list[Finding]:
     if top.busbw_gbps > peak.gbps * 1.05:
         return [Finding(WARNING, "busbw", f"figures above the link: {where} exceeds the {peak.link} peak of "
                         f"{peak.gbps:g} GB/s", "check which link the traffic really crosses (NVLS and CollNet "
-                        "reduce in the network, where busbw is not the wire's)", peak.source, subject=ctx.name)]
+                        "reduce in the network, where busbw is not the wire's)",
+                        "; ".join(x for x in (named, peak.source) if x), subject=ctx.name)]
     verdict = "plausible" if share >= PLAUSIBLE else "low"
     return [Finding(INFO if verdict == "plausible" else WARNING, "busbw",
                     f"figures {verdict}: {where} is {share:.0%} of the {peak.link} "
                     f"{'practical figure' if peak.practical else 'peak'} ({ref:g} GB/s)",
                     None if verdict == "plausible" else "look for what halves it: the transports NCCL used "
-                    "(NCCL_DEBUG=INFO), P2P disabled, a PCIe link trained down, a shared NIC", peak.source,
-                    subject=ctx.name)]
+                    "(NCCL_DEBUG=INFO), P2P disabled, a PCIe link trained down, a shared NIC",
+                    "; ".join(x for x in (named, peak.source) if x), subject=ctx.name)]
 
 
 def cliff(ctx: Context) -> list[Finding]:

@@ -26,7 +26,7 @@ def log_checks(ctx: Context) -> list[Finding]:
         cost = ctx.point.comm_fraction if f.rule == "socket-with-ib" else None
         effect = (f"communication is {ctx.point.comm_fraction:.0%} of the step; over IB it would be a fraction "
                   "of that" if cost else None)
-        out.append(Finding(f.severity, f.rule, f.claim, f.fix, "; ".join(lines) or f.subject, effect,
+        out.append(Finding(f.severity, f.rule, f.claim, f.fix, f.evidence or "; ".join(lines) or f.subject, effect,
                            ctx.name, cost))
     return out
 
