@@ -365,7 +365,9 @@ def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None, eviden
     hosts, why_hosts = hosts_seen(parsed, ev)
     network, how = network_seen(parsed, ev, where_ib)
     if hosts is None:
-        text = "hosts not shown"
+        seen = min((line.number for line in ev.first.values()), default=None) if nccl else None
+        text = "hosts not shown" + (f" (could not read a host name: the NCCL lines carry none, e.g. line {seen})"
+                                    if seen else "")
     elif hosts == 0:
         text = f"several hosts ({why_hosts})"
     else:

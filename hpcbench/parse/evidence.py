@@ -66,6 +66,7 @@ CLUES: dict[str, re.Pattern[str]] = {
     "row": re.compile(rf"^\s*(?:\[\d+\]\s*)?(?:\d+:\s+)?#?\s*(\d+)\s+(\d+)\s+(?:{_ROW_TYPES})\b"),
 }
 CLUE_MAX = 4096
+_ROW_START = re.compile(r"\s*(?:\[\d+\]\s*)?(?:\d+:\s+)?#?\s*\d")
 _CLUE_WORDS = ("NET/OFI", "efa", "Using", "OOB", "nNodes", "nRanks", "nranks", "version", "Direct RDMA",
                "distance", "intraNodeP2pSupport", "exit", "signal", "Signal", "blacklist", "failure count",
                "Error", "error", "fault", "dumped", "mpirun", "mpiexec", "horovodrun", "platform", "xlarge",
@@ -172,8 +173,12 @@ class Reader:
         for n, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), self._number + 1):
             if any(k in text for k in _KEYWORDS):  # most lines of a big log carry nothing here
                 self._match(n, text)
-            if any(k in text for k in _CLUE_WORDS) or text.lstrip(" \t#[")[:1].isdigit():
+            if any(k in text for k in _CLUE_WORDS):
                 self._clues(n, text)
+            elif _ROW_START.match(text) and (m := CLUES["row"].search(text)):  # a row has none of the words
+                found = self.evidence.clues.setdefault("row", [])
+                if len(found) < CLUE_MAX:
+                    found.append(Clue(Line(self._name, n, text), m.groups()))
             self._number = n
 
     def _match(self, number: int, text: str) -> None:
