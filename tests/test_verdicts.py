@@ -65,6 +65,19 @@ def test_findings_name_their_line():
     assert "the figures leave them out" in unread.claim
 
 
+def test_srun_labels_on_nccl_tests_rows_are_read(tmp_path):
+    """The issue's confident false error: every line of a real table as `srun -l` prints it ('0: ' first)."""
+    table = (LOGS / "nccltests_5.log").read_text().splitlines()
+    labelled = tmp_path / "srun-l.log"
+    labelled.write_text("".join(f"0: {line}\n" for line in table))
+    log = read_log(labelled)
+    rows = log.facts["nccl_tests"]["rows"]
+    assert len(rows) == 12 and rows[-1]["size"] == 134217728 and log.facts["nccl_tests"]["avg_busbw"] == 6.6972
+    (why,) = explain_paths([str(labelled)])
+    assert why.point.ok and not any(f.fails for f in why.findings)
+    assert {"could-not-read", "no-rows", "no-result"}.isdisjoint(f.rule for f in why.findings)
+
+
 def test_harmless_warns_are_told_apart_from_the_root_cause():
     ok = checked("nccl_socket-2103-fenceglued-blanklines_75.log")["nccl-warn-harmless"]
     assert ok.severity == "info" and "libibverbs" in ok.claim and "Socket transport" in ok.claim

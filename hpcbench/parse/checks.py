@@ -183,9 +183,9 @@ def _rows_unread(parsed: dict[str, Any], ev: Evidence) -> list[Finding]:
     c = missed[0]
     lines = ", ".join(str(m.line.number) for m in missed[:5]) + (", ..." if len(missed) > 5 else "")
     return [Finding(WARNING, "could-not-read", f"could not read {len(missed)} nccl-tests row(s) (line {lines}; "
-                    f"size {c.groups[0]} first): another process's output is glued into them; the figures leave "
-                    "them out", "rerun with the processes' output in separate files (e.g. srun -o %t.out) to see "
-                    "every size", str(c.line))]
+                    f"size {c.groups[0]} first): the figures leave them out, and nothing here rests on them",
+                    "rerun with each process's output in its own file (e.g. srun -o %t.out): other output glued "
+                    "into a row (a second process, an NCCL line) cuts it", str(c.line))]
 
 
 def _no_mpi_build(ev: Evidence) -> list[Finding]:
