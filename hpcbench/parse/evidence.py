@@ -67,11 +67,19 @@ CLUES: dict[str, re.Pattern[str]] = {
 }
 CLUE_MAX = 4096
 _ROW_START = re.compile(r"\s*(?:\[\d+\]\s*)?(?:\d+:\s+)?#?\s*\d")
-_CLUE_WORDS = ("NET/OFI", "efa", "Using", "OOB", "nNodes", "nRanks", "nranks", "version", "Direct RDMA",
-               "distance", "intraNodeP2pSupport", "exit", "signal", "Signal", "blacklist", "failure count",
-               "Error", "error", "fault", "dumped", "mpirun", "mpiexec", "horovodrun", "platform", "xlarge",
-               "on P", "Standard_ND", "Rank", "NCCL_", "nGpus", "orterun", "-np", "COMPLETE", "Connected all",
-               "channels")
+# the words a line must hold for each shape to be tried on it (most lines of a big log hold none)
+_CRASH_WORDS = ("exit", "signal", "Signal", "blacklist", "failure count", "ChildFailedError", "Error", "error",
+                "fault", "dumped")
+_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "horovodrun")
+CLUE_WORDS: dict[str, tuple[str, ...]] = {
+    "ofi_provider": ("Selected",), "efa_missing": ("efa", "EFA"), "lo_iface": ("lo:", "lo<", "docker"),
+    "nnodes": ("nNodes",), "nranks": ("nranks ", "nRanks "), "version": ("NCCL version",),
+    "gdr_off": ("Direct RDMA Disabled", "NIC distance"), "no_p2p": ("intraNodeP2pSupport",), "crash": _CRASH_WORDS,
+    "launch_hosts": _LAUNCHERS, "instance": ("platform", "xlarge", "on P", "Standard_ND"), "launch_np": _LAUNCHERS,
+    "setup_done": ("COMPLETE", "Connected all", "coll channels"), "run_header": ("nGpus",), "rank_line": ("Pid",),
+    "row": (),  # a row holds no word: tried on lines that start like one (_ROW_START)
+}
+_CLUE_ANY = re.compile("|".join(sorted(map(re.escape, {w for ws in CLUE_WORDS.values() for w in ws} | {"NCCL_"}))))
 
 
 @dataclass(frozen=True)
@@ -173,7 +181,7 @@ class Reader:
         for n, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), self._number + 1):
             if any(k in text for k in _KEYWORDS):  # most lines of a big log carry nothing here
                 self._match(n, text)
-            if any(k in text for k in _CLUE_WORDS):
+            if _CLUE_ANY.search(text):
                 self._clues(n, text)
             elif _ROW_START.match(text) and (m := CLUES["row"].search(text)):  # a row has none of the words
                 found = self.evidence.clues.setdefault("row", [])
@@ -195,10 +203,11 @@ class Reader:
 
     def _clues(self, number: int, text: str) -> None:
         ev = self.evidence
-        for key, shape in CLUES.items():
-            found = ev.clues.setdefault(key, [])
-            if len(found) < CLUE_MAX and (m := shape.search(text)):
-                found.append(Clue(Line(self._name, number, text), m.groups()))
+        for key, words in CLUE_WORDS.items():
+            if words and any(w in text for w in words):
+                found = ev.clues.setdefault(key, [])
+                if len(found) < CLUE_MAX and (m := CLUES[key].search(text)):
+                    found.append(Clue(Line(self._name, number, text), m.groups()))
         if "NCCL_" in text and " NCCL INFO " not in text and "set by environment" not in text:
             for m in _CMD_ENV.finditer(text):  # the environment line NCCL prints, where present, wins
                 if m.group(1) not in ev.env:
