@@ -63,7 +63,7 @@ def claims(rule: str, claim: str) -> list[tuple[str, str]]:
             out.append(("hosts", "multi"))
         said = text.split("; network ", 1)  # "2 hosts (why); network RoCE, selected (...)"
         if len(said) == 2:
-            m = re.match(r"([^,;(]+?)(?: over ([\w+]+))?(?:,|;|\(|$)", said[1])
+            m = re.match(r"([^,;(]+?)(?: over ([\w+]+))?(?:,|;|\(| selected|$)", said[1])  # main's: "X selected"
             net = None if said[1].startswith("not shown") or not m else \
                 ("RoCE" if m.group(1) == "IB" and m.group(2) == "RoCE" else m.group(1).strip())
         else:
