@@ -72,7 +72,7 @@ _CRASH_WORDS = ("exit", "signal", "Signal", "blacklist", "failure count", "Child
                 "fault", "dumped")
 _LAUNCHERS = ("mpirun", "mpiexec", "orterun", "horovodrun")
 CLUE_WORDS: dict[str, tuple[str, ...]] = {
-    "ofi_provider": ("Selected",), "efa_missing": ("efa", "EFA"), "lo_iface": ("lo:", "lo<", "docker"),
+    "ofi_provider": ("Selected",), "efa_missing": ("provider efa", "EFA device"), "lo_iface": ("lo:", "lo<", "docker"),
     "nnodes": ("nNodes",), "nranks": ("nranks ", "nRanks "), "version": ("NCCL version",),
     "gdr_off": ("Direct RDMA Disabled", "NIC distance"), "no_p2p": ("intraNodeP2pSupport",), "crash": _CRASH_WORDS,
     "launch_hosts": _LAUNCHERS, "instance": ("platform", "xlarge", "on P", "Standard_ND"), "launch_np": _LAUNCHERS,
