@@ -34,7 +34,8 @@ def unjudged(point: Subject, evidence: Evidence) -> tuple[str, str] | None:
     if all(r.busbw_gbps == 0 for r in rows) and max(r.size_bytes for r in rows) > LATENCY_MAX:
         return "nothing", "busbw is 0.00 in every row: these figures measure nothing (a failed or misread run)"
     largest = max(r.size_bytes for r in rows)
-    if largest <= LATENCY_MAX:
+    in_text = max((int(c.groups[0] or 0) for c in evidence.all("row")), default=0)  # rows read or not
+    if largest <= LATENCY_MAX and in_text <= LATENCY_MAX:  # never a conclusion that a row not read would change
         return "latency-bound", (f"the table stops at {largest:,} bytes: messages this small are latency-bound, so "
                                  "busbw says nothing about the links")
     return None
