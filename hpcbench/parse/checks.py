@@ -128,6 +128,8 @@ def network_seen(parsed: dict[str, Any], ev: Evidence, ib_seen: str | None) -> t
         said = f" ({', '.join(devices[:2])}{', ...' if len(devices) > 2 else ''})" if devices else ""
         efa = f"; provider {provider.value()}: EFA" if provider else ""
         return f"{net}{over}", f"selected{said}{efa}"
+    if provider:  # aws-ofi-nccl picked a libfabric provider: the plugin carries the traffic (over EFA)
+        return "Libfabric", f"aws-ofi-nccl selected provider {provider.value()}{_where(provider)}: EFA"
     chosen = ev.env.get("NCCL_NET")
     if chosen:
         return chosen[0], f"NCCL_NET={chosen[0]} (line {chosen[1].number})"
@@ -142,8 +144,8 @@ def network_seen(parsed: dict[str, Any], ev: Evidence, ib_seen: str | None) -> t
     if nodev and not ib_seen:
         return NET_SOCKET, f"NET/IB found no device (line {nodev.number}): NCCL falls back to its Socket transport"
     socket = ev.first.get("socket")
-    if socket and not ib_seen:  # NCCL sets its Socket transport up only when no network before it has a device
-        return NET_SOCKET, f"NCCL set up its Socket transport (line {socket.number}) and no IB device"
+    if socket and not ib_seen and "Using" in socket.text:  # NCCL sets its Socket transport up only when no
+        return NET_SOCKET, f"NCCL set up its Socket transport (line {socket.number})"  # network before it has a device
     if nccl is None:
         return None, f"no NCCL lines: {COLLECT}"
     return None, "no network line in the log"
