@@ -127,7 +127,8 @@ def network_seen(parsed: dict[str, Any], ev: Evidence, ib_seen: str | None) -> t
         devices = nccl.get("ib_devices") or []
         said = f" ({', '.join(devices[:2])}{', ...' if len(devices) > 2 else ''})" if devices else ""
         efa = f"; provider {provider.value()}: EFA" if provider else ""
-        return f"{net}{over}", f"selected{said}{efa}"
+        how = "from the NET/ transport lines" if nccl.get("network_source") == "transport_lines" else "selected"
+        return f"{net}{over}", f"{how}{said}{efa}"
     if provider:  # aws-ofi-nccl picked a libfabric provider: the plugin carries the traffic (over EFA)
         return "Libfabric", f"aws-ofi-nccl selected provider {provider.value()}{_where(provider)}: EFA"
     chosen = ev.env.get("NCCL_NET")
