@@ -32,7 +32,7 @@ def test_socket_while_ib_is_visible_is_an_error_with_its_line(tmp_path):
     log = LOGS / "nccl_socket-ring-manynodes_15.log"
     found = rules_of(log)[log.name]
     assert "socket-with-ib" not in found and found["network"].claim.startswith("15 hosts (host names ")
-    assert found["network"].claim.endswith("; network Socket, selected (no IB device seen)")
+    assert found["network"].claim.endswith("; network Socket, from the NET/ transport lines (no IB device seen)")
     # ... as the job log of a point whose ranks' provenance lists an active InfiniBand HCA, it is an error
     p = point(nodes=2, rpn=8, device="cuda", backend="nccl")
     rd = make_run(tmp_path / "run", [(p, record(p, 100.0, comm_fraction=0.4))])

@@ -110,7 +110,7 @@ def test_hosts_from_every_kind_of_evidence(name, starts):
 @pytest.mark.parametrize("name,network", [
     ("ddp_9.log", "network Socket, NET/IB found no device (line 11): NCCL falls back to its Socket transport"),
     ("nccl_ofi-libfabric-p5en-digithost_52.log", "network Libfabric, selected; provider efa: EFA"),
-    ("nccl_noprefix-efa-gdrdma-p2pipcread_110.log", "network AWS Libfabric, selected; GPUDirect RDMA on"),
+    ("nccl_noprefix-efa-gdrdma-p2pipcread_110.log", "network AWS Libfabric, from the NET/ transport lines; GPUDirect RDMA on"),
     ("nccltests_broadcast-c0-na_53.log", "network Socket, NCCL_IB_DISABLE=1 (line 1) leaves NCCL only its Socket"),
     ("horovod_79.log", "network IB, selected (mlx5_0, ib0)"),
     ("nccltests_3.log", "network not shown (no NCCL lines: rerun with NCCL_DEBUG=INFO"),
