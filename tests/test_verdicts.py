@@ -167,7 +167,7 @@ def test_links_table_names_the_hardware_logs_name():
     assert links.nvlink("NVIDIA H20").gbps == 450.0
     assert links.gpu_pcie("NVIDIA GeForce RTX 4090").gbps == pytest.approx(31.51)
     assert links.instance("p4d.24xlarge").gbps == 50.0 and links.instance("P5en").gbps == 400.0
-    assert links.instance("ND96isr_MI300X_v5").gbps == 400.0 and links.instance("ND96isr_H100_v5").gbps == 400.0
+    assert links.instance("ND96isr_MI300X_v5").gbps == 400.0 and links.instance("Standard_ND96isr_H100_v5").gbps == 400.0
     assert links.instance("c5.large") is None
     # every row has its public source and the sentence that supports it
     assert all(e.get("source", "").startswith("https://") and e.get("quote") for e in links.table())

@@ -62,8 +62,9 @@ def gpu_pcie(gpu: str) -> Peak | None:
 
 def instance(named: str) -> Peak | None:
     """A cloud instance's network between nodes, from the way a log names it ('p4d.24xlarge', 'P5en')."""
+    bare = named.removeprefix("Standard_")  # Azure's size names: Standard_ND96isr_H100_v5
     for e in table():
-        if e["kind"] == "instance" and any(re.fullmatch(re.escape(m) + r"(?:[.\w-]*)", named) for m in e["match"]):
+        if e["kind"] == "instance" and any(re.fullmatch(re.escape(m) + r"(?:[.\w-]*)", bare) for m in e["match"]):
             return _peak(e, f" (the log names {named})")
     return None
 
