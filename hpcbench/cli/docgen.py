@@ -136,27 +136,32 @@ def _arg(call: ast.Call, pos: int, name: str) -> str:
 
 
 def _findings_in(fn: Callable[..., Any]) -> list[tuple[str, str, str, str]]:
-    """(severity, rule, evidence, fix) of every Finding a rule function (or a helper of its module it calls)
-    makes, read from its source."""
+    """(severity, rule, evidence, fix) of every Finding a rule function makes, read from its source and from the
+    hpcbench functions it calls (a helper of its module, or one it imports, such as parse.checks.env_findings)."""
     from hpcbench import vocab
 
-    module = sys.modules[fn.__module__]
-    tree = ast.parse(inspect.getsource(module))
-    defs = {d.name: d for d in tree.body if isinstance(d, ast.FunctionDef)}
-    seen, todo, out = set(), [fn.__name__], []
+    seen: set[tuple[str, str]] = set()
+    todo, out = [fn], []
     while todo:
-        name = todo.pop(0)
-        if name in seen or name not in defs:
+        f = todo.pop(0)
+        module = sys.modules[f.__module__]
+        if (f.__module__, f.__name__) in seen:
             continue
-        seen.add(name)
-        for node in ast.walk(defs[name]):
+        seen.add((f.__module__, f.__name__))
+        tree = ast.parse(inspect.getsource(module))
+        node_of = {d.name: d for d in tree.body if isinstance(d, ast.FunctionDef)}
+        if f.__name__ not in node_of:
+            continue
+        for node in ast.walk(node_of[f.__name__]):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 if node.func.id == "Finding":
                     sev = _arg(node, 0, "severity")
                     out.append((str(getattr(vocab, sev, sev)), _arg(node, 1, "rule"), _arg(node, 4, "evidence"),
                                 _arg(node, 3, "fix")))
-                elif node.func.id in defs:
-                    todo.append(node.func.id)
+                    continue
+                called = getattr(module, node.func.id, None)
+                if inspect.isfunction(called) and called.__module__.startswith("hpcbench."):
+                    todo.append(called)
     return out
 
 
