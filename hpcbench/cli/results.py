@@ -31,6 +31,8 @@ def cmd_summarize(args: Args) -> int:
     print(text, end="" if text.endswith("\n") else "\n")
     side = sys.stderr if args.format in ("csv", "json", "latex") else sys.stdout  # stdout stays pure data
     print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
+    if report.inputs.dry_runs:
+        print(report.inputs.dry_run_note(), file=side)
     if not args.no_history:
         print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:

@@ -28,6 +28,7 @@ SLURM_DEFAULT_KEYS = ("partition", "account", "qos", "gres", "time", "cpus_per_t
 # Keys whose values are prepended to the sweep's (site stack first, then the sweep's own additions).
 SLURM_LIST_KEYS = ("module_use", "modules", "sbatch_args")
 LIMIT_KEYS = ("max_nodes", "max_gpus_per_node", "max_cpus_per_node", "max_time")
+INLINE = "inline"  # the name of a sweep's [cluster] table that gives none: it names no cluster
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ class ClusterProfile:
 
     def get(self, key: str, default: Any = None) -> Any:
         return dict(self.slurm).get(key, default)
+
+    @property
+    def cluster_name(self) -> str | None:
+        """The cluster's name, as runs record it (history, references); None for an inline table without one."""
+        return None if self.name == INLINE else self.name
 
 
 _OWN: dict[str, checks.Checker] = {
