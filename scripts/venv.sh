@@ -11,7 +11,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.hpcbench-stamp" 2>/dev/null)"
     "$HPCBENCH_PY" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
     # shellcheck disable=SC2086  # one word per pin
-    "$VENV/bin/python" -m pip install -q $TORCH_PINS -e ".[test,plots]" 2>&1 | grep -v "^WARNING: Location" || true
+    "$VENV/bin/python" -m pip install -q $TORCH_PINS -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
     "$VENV/bin/python" -c "import torch, torchvision, hpcbench" \
         || { echo "error: $VENV is incomplete; see the pip output above" >&2; exit 2; }
     echo "$stamp_want" > "$VENV/.hpcbench-stamp"

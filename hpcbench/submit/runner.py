@@ -52,7 +52,7 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
     """
     points = expand(spec)
     python = spec.slurm.python or sys.executable
-    limits.check(spec, points, python)
+    limits.check(spec, points, python, opts.dry_run)
     root = opts.run_dir or RunDir.default_path(opts.runs_root, spec.sweep.name)
     if opts.run_dir and RunDir(root).plan_json.exists():
         from hpcbench.submit.submission import check_same_plan
