@@ -203,9 +203,9 @@ def test_the_login_node_verbs_run_from_each_install(name, installs, real_run, tm
         assert line == (f"error: hpcbench data: torchvision is needed, and {python} cannot import it (hint: install "
                         f"it: {python} -m pip install 'hpcbench[train]' (the train extra))"), line
         local = run([python, "-m", "hpcbench", "sweep", real_run / "sweep.toml", "--backend", "local", "--runs-root",
-                     tmp_path / "runs"], env=env, cwd=tmp_path, ok=False)
+                     tmp_path / "refused"], env=env, cwd=tmp_path, ok=False)
         assert local.returncode == 2 and "torch is needed" in local.stderr and "hpcbench[train]" in local.stderr
-        assert len(local.stderr.splitlines()) == 1 and not (tmp_path / "runs").exists(), local.stderr
+        assert len(local.stderr.splitlines()) == 1 and not (tmp_path / "refused").exists(), local.stderr
 
 
 def test_the_site_module_and_hpcbench_prefix_work_with_a_wheel_install(installs, tmp_path):
