@@ -51,6 +51,7 @@ def test_a_dry_run_is_marked_said_in_one_line_and_becomes_a_run_when_submitted(c
     rows = both.stdout.strip().splitlines()
     assert len(rows) == 2 and ",COMPLETED," in rows[1] and "NOT_SUBMITTED" not in both.stdout, both.stdout
     notes = [ln for ln in both.stderr.splitlines() if "dry run" in ln]
-    assert notes == [f"left out 1 dry run(s) ('hpcbench plan': 1 points planned, nothing submitted): {dry2}; "
-                     f"to run one: hpcbench sweep {sweep} --run-dir {dry2}"], both.stderr
+    said = (f"left out 1 dry run(s) ('hpcbench plan': 1 points planned, nothing submitted): {dry2}; "
+            f"to run one: hpcbench sweep {sweep} --run-dir {dry2}")
+    assert notes == [said], both.stderr
     assert sqlite3.connect(db).execute("SELECT state FROM records").fetchall() == [("COMPLETED",)]

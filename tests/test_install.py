@@ -181,8 +181,8 @@ def test_the_login_node_verbs_run_from_each_install(name, installs, real_run, tm
     pngs = sorted(p.name for p in (out / "report").glob("*.png"))
     assert "scalability.png" in pngs or len(pngs) >= 2, pngs  # summarize drew its plots with the core install
     assert (out / "history.png").read_bytes()[:4] == b"\x89PNG"
-    api = run([python, "-c", f"import hpcbench; df = hpcbench.load({str(real_run)!r}); "
-                             "print(type(df).__name__, len(df), sorted(set(df.state)))"], env=env, cwd=tmp_path)
+    code = f"import hpcbench; df = hpcbench.load({str(real_run)!r}); print(type(df).__name__, len(df), sorted(set(df.state)))"
+    api = run([python, "-c", code], env=env, cwd=tmp_path)
     assert api.stdout.split() == ["DataFrame", "2", "['COMPLETED']"], api.stdout
     doctor = run([python, "-m", "hpcbench", "doctor", "--no-job"], env=env, cwd=tmp_path, ok=False)
     assert "Traceback" not in doctor.stderr and "ok       python: " in doctor.stdout, doctor.stdout + doctor.stderr
