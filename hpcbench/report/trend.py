@@ -231,14 +231,14 @@ def plot(trends: list[Trend], out: Path) -> Path:
 
     shown = sorted((t for t in trends if any(r.throughput for r in t.runs)),
                    key=lambda t: (not t.flagged, -len(t.runs), t.name))[:MAX_PLOTTED]
-    fig = Figure(figsize=(9.0, 5.0))
+    fig = Figure(figsize=(12.0, 5.0))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for t in shown:
         pts = [(datetime.fromisoformat(r.date), r.throughput) for r in t.runs if r.throughput is not None]
         # matplotlib plots datetimes (its date converter); its type stubs name only numbers
         line, = ax.plot([d for d, _ in pts], [v for _, v in pts], marker="o", markersize=3,  # type: ignore[arg-type]
-                        label=f"{t.cluster or '?'} {t.name}")
+                        label=f"{t.cluster} {t.name}" if t.cluster else t.name)
         if t.interval is not None:
             d = datetime.fromisoformat(t.latest.date)
             ax.errorbar([d], [sum(t.interval) / 2],  # type: ignore[arg-type]
@@ -263,9 +263,10 @@ def plot(trends: list[Trend], out: Path) -> Path:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.minorticks_off()
     if shown:
-        ax.legend(fontsize=7, loc="upper left")
+        # beside the axes, never over a point (a legend inside hid the first run's point)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.tick_params(axis="x", labelrotation=20)
-    fig.subplots_adjust(left=0.1, right=0.98, top=0.88, bottom=0.15)
+    fig.subplots_adjust(left=0.07, right=0.7, top=0.88, bottom=0.15)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
     return out
