@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hpcbench import proc
-from hpcbench.errors import ConfigError
+from hpcbench.errors import ConfigError, MissingExtra
 from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
@@ -189,11 +189,8 @@ def check_installation(spec: SweepSpec, points: list[Point], python: str, dry_ru
     # The job exports [slurm.env] (LD_LIBRARY_PATH for a oneCCL build, say): probe with it too.
     env = {**os.environ, **dict(spec.slurm.env)}
     if torch_missing(python, env):
-        from hpcbench.errors import MissingExtra
-
         if dry_run:  # scripts to read: the login node need not hold torch
             return
-
         raise MissingExtra("torch", f"{spec.path}: the ranks run {python}"
                            + (" (this interpreter: slurm.python is not set)" if python == sys.executable else ""),
                            python)
