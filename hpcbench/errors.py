@@ -150,3 +150,7 @@ def read_text(path: str | Path, what: str = "file") -> str:
         raise ConfigError(f"{path}: is a directory, not a {what}", hint="give the path of a file") from None
     except (PermissionError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read {what}: {e}") from None
+
+
+class NoGpu(HpcbenchError):
+    """``doctor --gpu`` found no GPU this Python can use."""

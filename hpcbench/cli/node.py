@@ -37,9 +37,12 @@ def args_env(p: argparse.ArgumentParser) -> None:
 def cmd_doctor(args: Args) -> int:
     import json
 
+    if args.gpu:
+        return _doctor_gpu(args)
     from hpcbench.ops import doctor
     from hpcbench.plan import cluster
 
+    args.json = args.json or args.format == "json"
     profile = cluster.load(profile_arg(args.cluster)) if args.cluster else None
     if profile is not None and not args.json:
         echo(f"cluster profile {profile.name} ({profile.source})")
@@ -50,6 +53,23 @@ def cmd_doctor(args: Args) -> int:
     return 1 if any(f.fails for f in findings) else 0
 
 
+def _doctor_gpu(args: Args) -> int:
+    import json
+
+    from hpcbench.ops import gpurun
+
+    as_json = args.json or args.format == "json"
+    keep = Path(args.keep) if args.keep else None
+    report = gpurun.run(Path(args.sys_root), train=not args.no_training, workdir=keep,
+                        echo=None if as_json else echo)
+    if keep is not None:
+        from hpcbench.files import atomic_write_json
+
+        atomic_write_json(keep / "doctor-gpu.json", report.to_dict())
+    print(json.dumps(report.to_dict(), indent=2) if as_json else gpurun.format_text(report), end="\n" if as_json else "")
+    return 1 if report.failed else 0
+
+
 def args_doctor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
                    help="also check a cluster profile (partition, srun --mpi plugin, modules); default: $HPCBENCH_CLUSTER")
@@ -57,7 +77,15 @@ def args_doctor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-job", action="store_true",
                    help="do not submit the probe job; judge the run directory by its filesystem type only")
     p.add_argument("--timeout", type=float, default=120, help="seconds to wait for the probe job (default: 120)")
-    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or JSON")
+    p.add_argument("--json", action="store_true", help="the same as --format json")
+    g = p.add_argument_group("GPU node (--gpu)")
+    g.add_argument("--gpu", action="store_true",
+                   help="check this node's GPUs instead: identity, PCIe, copies, matmul, memory, a DDP/NCCL training "
+                        "run against a bare loop, NVLink/P2P (about 2 minutes; exit 2 without a GPU)")
+    g.add_argument("--no-training", action="store_true", help="--gpu without the training comparison (about 10 s)")
+    g.add_argument("--keep", metavar="DIR", help="--gpu: keep the training runs' logs and records, and the report as doctor-gpu.json, in DIR")
+    g.add_argument("--sys-root", default="/sys", help=argparse.SUPPRESS)  # a copied sysfs tree
 
 
 def cmd_minicluster(args: Args) -> int:

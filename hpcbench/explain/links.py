@@ -25,8 +25,13 @@ class Peak:
 
 
 @cache
+def read_table(name: str) -> dict[str, Any]:
+    """One of explain's tables of peaks, beside this file: links.toml, gpus.toml (datasheet.py)."""
+    return toml((Path(__file__).with_name(name)).read_text(encoding="utf-8"), name)
+
+
 def table() -> list[dict[str, Any]]:
-    return toml((Path(__file__).with_name("links.toml")).read_text(encoding="utf-8"), "links.toml")["link"]
+    return list(read_table("links.toml")["link"])
 
 
 def _peak(entry: dict[str, Any], how: str, scale: float = 1.0) -> Peak:
