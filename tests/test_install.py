@@ -173,6 +173,10 @@ def test_the_login_node_verbs_run_from_each_install(name, installs, real_run, tm
     env["HPCBENCH_HISTORY"] = str(out / "unused.sqlite")
     where = run([python, "-c", "import hpcbench; print(hpcbench.__file__)"], env=env, cwd=tmp_path).stdout.strip()
     assert ("site-packages" not in where if name == "full" else "site-packages" in where), where
+    if name != "full":  # every file of the package, installed (templates, links.toml, gpus.toml, the stub, ...)
+        site = Path(where).parent.parent
+        assert not [f for f in tracked("hpcbench") if not (site / f).is_file()]
+        assert not [f for f in tracked(*DATA_DIRS) if not (python.parent.parent / "share" / "hpcbench" / f).is_file()]
     for argv, says, rcs in VERBS:
         proc = run([python, "-m", "hpcbench", *(a.format(**fill) for a in argv)], env=env, cwd=tmp_path, ok=False)
         assert proc.returncode in rcs and says.format(**fill) in proc.stdout + proc.stderr, \
