@@ -14,7 +14,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.hpcbench-stamp" 2>/dev/null)"
     # pip's output is shown when it fails: on success it is only the build backend's notes (an editable
     # install's "Editable installation." advice), which say nothing to a user of the demo.
     # shellcheck disable=SC2086  # one word per pin
-    if ! out=$("$VENV/bin/python" -m pip install -q $TORCH_PINS -e ".[test,plots]" 2>&1); then
+    if ! out=$("$VENV/bin/python" -m pip install -q $TORCH_PINS -e ".[test]" 2>&1); then
         echo "$out" | grep -v "^WARNING: Location" >&2
     fi
     "$VENV/bin/python" -c "import torch, torchvision, hpcbench" \

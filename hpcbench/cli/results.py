@@ -35,6 +35,8 @@ def cmd_summarize(args: Args) -> int:
         from hpcbench.report.html import write_report
 
         print(f"web page: {write_report(report, out)} (self-contained: plots inline, works offline)", file=side)
+    if report.inputs.dry_runs:
+        print(report.inputs.dry_run_note(), file=side)
     if not args.no_history:
         print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:

@@ -44,7 +44,8 @@ def cmd_sweep(args: Args) -> int:
     if len(shown) < len(points):
         echo(f"... and {len(points) - len(shown)} more points (all of them in {rd.plan_json})")
     if backend is None:
-        echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted")
+        echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted "
+             f"(to submit these: hpcbench sweep {args.file} --run-dir {rd.root})")
         return 0
     echo(f"submitting with backend {backend.name}:")
     return _submit_and_follow(spec, rd, python, backend, args, force=opts.force)

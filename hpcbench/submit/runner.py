@@ -52,7 +52,7 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
     """
     points = expand(spec)
     python = spec.slurm.python or sys.executable
-    limits.check(spec, points, python)
+    limits.check(spec, points, python, opts.dry_run)
     root = opts.run_dir or RunDir.default_path(opts.runs_root, spec.sweep.name)
     if opts.run_dir and RunDir(root).plan_json.exists():
         from hpcbench.submit.submission import check_same_plan
@@ -62,7 +62,8 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
         check_same_plan(rd, points, spec.path)
         atomic_write_text(rd.sweep_copy, spec.text)
     else:
-        rd = RunDir.create(root, spec.text, spec.sweep.name, points)
+        rd = RunDir.create(root, spec.text, spec.sweep.name, points,
+                           cluster=spec.cluster.cluster_name if spec.cluster is not None else None, dry_run=opts.dry_run)
         fresh = True
     if Path(spec.path).is_file():
         atomic_write_text(rd.sweep_ref, f"{Path(spec.path).resolve()}\n")
