@@ -221,7 +221,9 @@ class RunDir:
         return path
 
     @classmethod
-    def create(cls, root: Path, sweep_text: str, sweep_name: str, points: list[Point]) -> RunDir:
+    def create(cls, root: Path, sweep_text: str, sweep_name: str, points: list[Point],
+               order: dict[str, Any] | None = None) -> RunDir:
+        """A new run directory; ``points`` in the order they are submitted, ``order`` says how that was drawn."""
         rd = cls(root)
         if rd.plan_json.exists():
             raise ConfigError(
@@ -237,7 +239,7 @@ class RunDir:
             rd.point(p).dir.mkdir(exist_ok=True)
             write_new(rd.point(p).point_json, json.dumps(d, indent=None) + "\n")
         doc = {"schema": records.tag(records.PLAN), "sweep": sweep_name, "created_at": utcnow(),
-               "run_id": uuid.uuid4().hex[:12], "points": dicts}
+               "run_id": uuid.uuid4().hex[:12], **({"order": order} if order else {}), "points": dicts}
         # One point per line: readable, and json's C encoder (indent= falls back to pure Python).
         head = json.dumps({k: v for k, v in doc.items() if k != "points"})[:-1]
         body = ",\n  ".join(json.dumps(d) for d in dicts)

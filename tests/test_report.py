@@ -49,9 +49,12 @@ def test_speedup_efficiency_and_repeat_ci_by_hand(tmp_path):
     assert a["1x1"].throughput == pytest.approx(105.0)
     assert a["1x1"].ci_basis == "steps" and a["1x1"].step_time_ci95_s == pytest.approx(0.0)
     assert a["1x1"].throughput_lo == pytest.approx(105.0) == a["1x1"].throughput_hi
-    assert a["1x2"].speedup == pytest.approx(180 / 105) and a["1x2"].efficiency == pytest.approx(180 / 105 / 2)
-    assert a["2x2"].speedup == pytest.approx(300 / 105) and a["2x2"].efficiency == pytest.approx(300 / 105 / 4)
-    assert a["1x2"].baseline == "ddp-gloo 1x1"
+    # one baseline for the work (mlp, batch 32, cpu): the 1-rank runs of ddp (100, 110) and of framework none
+    # (120) pooled as three runs of one measurement: 110 samples/s
+    assert a["1x2"].speedup == pytest.approx(180 / 110) and a["1x2"].efficiency == pytest.approx(180 / 110 / 2)
+    assert a["2x2"].speedup == pytest.approx(300 / 110) and a["2x2"].efficiency == pytest.approx(300 / 110 / 4)
+    assert a["1x2"].baseline == "shared: 3 runs at 1 rank (ddp-gloo, none-none)"
+    assert a["1x2"].base_throughput == pytest.approx(110.0)
     # a single repeat keeps the CI over its own steps: all steps equal here, so zero
     assert a["1x2"].throughput_lo == pytest.approx(180.0) == a["1x2"].throughput_hi
     # failed and missing points are rows with their state and reason, never dropped
@@ -65,7 +68,7 @@ def test_speedup_efficiency_and_repeat_ci_by_hand(tmp_path):
     tidy = rep.tidy()
     assert len(tidy) == 7
     assert sorted(r["speedup"] for r in tidy if r["speedup"] and r["world_size"] == 1 and r["framework"] == "ddp") == \
-        pytest.approx([100 / 105, 110 / 105])
+        pytest.approx([100 / 110, 110 / 110])
 
 
 def test_baselines_no_framework_and_single_node(tmp_path):

@@ -89,7 +89,8 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     from hpcbench.report import references as refs_mod
     from hpcbench.report.tables_collectives import collective_tables
     from hpcbench.report.tables_env import environment
-    from hpcbench.report.tables_scaling import comm_compute, gpu_util, intra_inter, placement
+    from hpcbench.report.tables_scaling import (baseline_notes, comm_compute, disagreement, gpu_util, intra_inter,
+                                                placement)
     from hpcbench.report.tables_transport import transports
 
     refs = refs_mod.load(references) if references else None  # a bad file is an error before any work
@@ -98,7 +99,7 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     why = explain(subjects(aggs))
     intra, inter = intra_inter(aggs)
     for t in (intra, inter):
-        t.notes += base.missing
+        t.notes += baseline_notes(base) if t.rows else base.missing
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
@@ -109,7 +110,9 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
         ref_table, regressions = refs_mod.check(refs, aggs)
         tables.append(ref_table)
     findings = {
-        "best backend at each scale": headlines.best_at_each_scale(aggs),
+        "best backend at each scale (claimed only where the 95% intervals do not overlap)":
+            headlines.best_at_each_scale(aggs),
+        "baselines": [disagreement(g) for g in base.disagree],
         "efficiency at the largest scale": headlines.efficiency_at_largest(aggs),
         "suspicious speedups": headlines.superlinear(aggs),
         "transport problems": headlines.transport_problems(check_findings),
