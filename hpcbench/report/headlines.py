@@ -63,10 +63,14 @@ SUPERLINEAR = 1.1
 
 
 def superlinear(aggs: list[Agg]) -> list[str]:
-    """Efficiency well above 100% usually means the baseline is not comparable (another machine or setup)."""
-    return [f"{a.name}: efficiency {pct(a.efficiency)} against {a.baseline} is above {pct(SUPERLINEAR)}: check that the "
-            "baseline ran the same model on the same kind of GPU and software, or choose another with --baseline"
-            for a in aggs if a.efficiency is not None and a.efficiency > SUPERLINEAR]
+    """Efficiency well above 100% usually means the baseline is not comparable (another machine or setup). Only
+    points larger than their baseline, and only where the interval's lower end is above the line: a 1-rank point
+    against a shared baseline is the baselines' disagreement, said under "baselines"."""
+    return [f"{a.name}: efficiency {pct_interval(a.efficiency, a.efficiency_lo, a.efficiency_hi)} against {a.baseline} "
+            f"is above {pct(SUPERLINEAR)}: check that the baseline ran the same model on the same kind of GPU and "
+            "software, or choose another with --baseline"
+            for a in aggs if a.efficiency is not None and (a.world_size or 0) > (a.base_world_size or 0)
+            and (a.efficiency_lo if a.efficiency_lo is not None else a.efficiency) > SUPERLINEAR]
 
 
 def failed_points(aggs: list[Agg]) -> list[str]:

@@ -7,7 +7,6 @@ import math
 import statistics
 
 from hpcbench.explain.context import Context
-from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding
 from hpcbench.vocab import ERROR, INFO, WARNING
 
