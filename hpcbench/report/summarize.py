@@ -51,6 +51,7 @@ class Report:
     check_errors: int = 0  # error-level transport checks
     regressions: int = 0  # references that failed
     plots: dict[str, str] = field(default_factory=dict)
+    out: Path | None = None  # the folder ``write`` put the report and its plots in
     _tidy: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
@@ -145,10 +146,14 @@ def text(report: Report, fmt: str = "table") -> str:
 
 
 def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
-    """report.md, the PNG plots, records.csv and records.json (one row per point x repeat) into ``out``."""
+    """report.md, report.tex, the PNG plots, records.csv and records.json (one row per point x repeat) into
+    ``out``."""
     from hpcbench.report.markdown import report_md
 
+    from hpcbench.report.latex import latex_document
+
     out.mkdir(parents=True, exist_ok=True)
+    report.out = out
     if plots:
         from hpcbench.report.plots import write_all
 
@@ -158,11 +163,12 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
     atomic_write_text(out / "records.csv", csv_text)
     atomic_write_text(out / "records.json", records_json(rows))
     atomic_write_text(out / "report.md", report_md(report))
+    atomic_write_text(out / "report.tex", latex_document(report))  # pdflatex report.tex, in this folder
     for rd in report.inputs.run_dirs:  # the run directory keeps its own summary.csv, as before
         mine = [r for r in rows if r["source"] == str(rd.root)]
         atomic_write_text(rd.summary_csv, csv_text if len(mine) == len(rows) else
                           format_table(mine, columns, fmt="csv"))
-    return [out / "report.md", out / "records.csv", out / "records.json",
+    return [out / "report.md", out / "records.csv", out / "records.json", out / "report.tex",
             *(out / n for n, v in report.plots.items() if v == "written")]
 
 
