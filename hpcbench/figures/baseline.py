@@ -22,9 +22,9 @@ from hpcbench.errors import ConfigError
 from hpcbench.figures.aggregate import Agg, pooled
 from hpcbench.plan.fields import CURVE
 from hpcbench.stats import overlap, ratio_interval
-from hpcbench.vocab import NO_FRAMEWORK
+from hpcbench.vocab import BASELINES, NO_FRAMEWORK
 
-MODES = ("auto", "per-backend", "single-gpu", "single-node", "no-framework")
+MODES = BASELINES
 
 DESCRIPTIONS = {
     "auto": "one baseline per unit of work (model, batch, precision, device), shared by every framework and "
