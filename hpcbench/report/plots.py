@@ -104,9 +104,9 @@ def _draw(ax: Any, xs: list[float], ys: list[float], los: list[float | None], hi
     yerr, unbounded = _errors(ys, los, his)
     ax.errorbar(xs, ys, yerr=yerr, marker=style[0], linestyle=style[1] if len(xs) > 1 else "none", color=color,
                 capsize=3, markersize=6, label=label)
-    if unbounded:
-        ax.plot([xs[i] for i in unbounded], [ys[i] for i in unbounded], marker="^", linestyle="none", color=color,
-                markersize=9)
+    for i in unbounded:  # no upper end: a dotted arrow to the top of the axes, never a bar to an invented top
+        ax.annotate("", xy=(xs[i], 1.0), xycoords=("data", "axes fraction"), xytext=(xs[i], ys[i]), textcoords="data",
+                    arrowprops={"arrowstyle": "->", "color": color, "linestyle": ":", "shrinkA": 4, "shrinkB": 0})
 
 
 def _curves(ax_values: list[tuple[Any, Callable[[Agg], tuple[float | None, float | None, float | None]]]],
@@ -141,6 +141,9 @@ def _curves(ax_values: list[tuple[Any, Callable[[Agg], tuple[float | None, float
             handles.append(Line2D([], [], color=color, linewidth=6, label=name))
     handles += [Line2D([], [], color="dimgrey", marker=m, linestyle=ls, label=_node_label(n, aggs))
                 for n, (m, ls) in styles.items()]
+    if any(getattr(t, "arrow_patch", None) is not None for ax, _ in ax_values for t in ax.texts):
+        handles.append(Line2D([], [], color="dimgrey", linestyle=":", marker=r"$\uparrow$",
+                              label="95% CI with no upper end (arrow to the top)"))
     return handles
 
 
