@@ -176,7 +176,9 @@ def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, A
     """The short table `hpcbench sweep --wait` prints when a run ends; writes summary.csv into the run directory."""
     from hpcbench.figures.inputs import run_samples
 
-    samples = run_samples(rd)
+    # plan.json holds the points in the order they ran (shuffled); the table reads better in the matrix's order
+    samples = sorted(run_samples(rd), key=lambda s: (str(s.kind), str(s.framework), str(s.backend), str(s.model),
+                                                      str(s.collective), s.world_size or 0, s.nodes or 0, s.repeat))
     baseline_mod.apply(aggregate(samples), "auto")
     rows, columns = [tidy_row(s) for s in samples], tidy_columns(samples)
     atomic_write_text(rd.summary_csv, format_table(rows, columns, fmt="csv"))
