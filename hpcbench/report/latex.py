@@ -138,7 +138,7 @@ def _figures(report: Report, folder: str) -> list[str]:
     written = [name for name, status in report.plots.items() if status == "written"]
     if not written:
         return []
-    out = ["\\subsection*{Plots}"]
+    out = ["\\clearpage", "\\subsection*{Plots}"]  # the heading on the page of its figures, not alone below
     for name in written:
         out += [r"\begin{figure}[htbp]", r"\centering",
                 rf"\includegraphics[width=\linewidth,height=0.42\textheight,keepaspectratio]{{{folder}{name}}}",
