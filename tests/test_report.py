@@ -53,7 +53,9 @@ def test_speedup_efficiency_and_repeat_ci_by_hand(tmp_path):
     # (120) pooled as three runs of one measurement: 110 samples/s
     assert a["1x2"].speedup == pytest.approx(180 / 110) and a["1x2"].efficiency == pytest.approx(180 / 110 / 2)
     assert a["2x2"].speedup == pytest.approx(300 / 110) and a["2x2"].efficiency == pytest.approx(300 / 110 / 4)
-    assert a["1x2"].baseline == "shared: 3 runs at 1 rank (ddp-gloo, none-none)"
+    assert a["1x2"].baseline == "shared (3 runs at 1 rank)"
+    assert "shared baseline of mlp weak (batch/rank 32): 3 runs at 1 rank of ddp-gloo, none-none pooled: 110.0 (" \
+        in "\n".join(rep.tables[0].notes)
     assert a["1x2"].base_throughput == pytest.approx(110.0)
     # a single repeat keeps the CI over its own steps: all steps equal here, so zero
     assert a["1x2"].throughput_lo == pytest.approx(180.0) == a["1x2"].throughput_hi

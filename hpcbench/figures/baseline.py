@@ -46,6 +46,7 @@ class BaselineResult:
     description: str
     missing: list[str] = field(default_factory=list)  # series with no baseline, said in the report
     disagree: list[list[Agg]] = field(default_factory=list)  # 1-rank points of one work that differ beyond noise
+    shared: list[Base] = field(default_factory=list)  # the pooled baselines, each said once under the table
 
 
 @dataclass
@@ -104,7 +105,9 @@ def apply(aggs: list[Agg], mode: str = "auto") -> BaselineResult:
         measured = [a for a in group if a.ok and a.throughput]
         bases = [a for a in measured if eligible(a)]
         if len(bases) > 1 and mode == "auto":
-            _assign(group, Base(pooled([s for b in bases for s in b.samples if s.ok]), bases, _pooled_name(bases)))
+            base = Base(pooled([s for b in bases for s in b.samples if s.ok]), bases, _pooled_name(bases))
+            result.shared.append(base)
+            _assign(group, base)
         elif bases:
             _assign(group, Base(bases[0], bases[:1], bases[0].name))
         elif mode in ("auto", "per-backend"):  # no 1-rank run of this work: each series' smallest point
@@ -137,9 +140,8 @@ def _fallback(group: list[Agg], mode: str, result: BaselineResult) -> None:
 
 
 def _pooled_name(bases: list[Agg]) -> str:
-    runs = sum(b.n_ok for b in bases)
-    who = ", ".join(sorted({f"{b.framework}-{b.backend}" for b in bases}))
-    return f"shared: {runs} runs at 1 rank ({who})"
+    """What the table's baseline column says of a pooled baseline; the members are said once, under the table."""
+    return f"shared ({sum(b.n_ok for b in bases)} runs at 1 rank)"
 
 
 def _assign(group: list[Agg], base: Base) -> None:

@@ -66,10 +66,15 @@ def disagreement(group: list[Agg]) -> str:
 
 
 def baseline_notes(base: BaselineResult) -> list[str]:
-    """What the scaling tables say of their baseline: which kind, its intervals, and any disagreement."""
-    kind = ("baseline: one per unit of work, shared by every framework and backend ('shared: N runs at 1 rank')"
-            if base.mode == "auto" else f"baseline ({base.mode}): {base.description}")
-    return [kind, RATIO_CI, *(disagreement(g) for g in base.disagree), *base.missing]
+    """What the scaling tables say of their baseline: which kind, each shared one with its members and value, the
+    intervals, and any disagreement."""
+    kind = ("baseline: one per unit of work, shared by every framework and backend" if base.mode == "auto" else
+            f"baseline ({base.mode}): {base.description}")
+    shared = [f"shared baseline of {b.agg.model} {scaling_label(b.agg)}" + (f" ({b.members[0].apart})" if b.members[0].apart else "")
+              + f": {b.agg.n_ok} runs at 1 rank of {', '.join(sorted({f'{m.framework}-{m.backend}' for m in b.members}))}"
+              f" pooled: {interval(b.agg.throughput, b.agg.throughput_lo, b.agg.throughput_hi, 1)} samples/s"
+              for b in base.shared]
+    return [kind, *shared, RATIO_CI, *(disagreement(g) for g in base.disagree), *base.missing]
 
 
 def intra_inter(aggs: list[Agg]) -> tuple[Table, Table]:
