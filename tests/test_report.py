@@ -134,6 +134,9 @@ def test_plots_exist_and_hold_the_points(tmp_path):
     fig = plots.scalability(rep.aggs, "auto")
     ax = fig.axes[0]
     [legend] = fig.legends  # below the axes, never over a point
+    fig.canvas.draw()
+    box, frame = legend.get_window_extent(), ax.get_window_extent()
+    assert box.y1 < frame.y0 and not box.overlaps(frame)
     labels = [t.get_text() for t in legend.get_texts()]
     assert labels[0].startswith("ddp-gloo mlp") and labels[1].startswith("none mlp")
     assert "1 node (marker)" in labels and "2 nodes (marker)" in labels
