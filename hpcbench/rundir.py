@@ -225,9 +225,10 @@ class RunDir:
 
     @classmethod
     def create(cls, root: Path, sweep_text: str, sweep_name: str, points: list[Point], cluster: str | None = None,
-               dry_run: bool = False) -> RunDir:
-        """A new run directory. ``cluster``: the profile's name (history and references name the cluster by it);
-        ``dry_run``: made by `hpcbench plan`, to be read but not summarized until a sweep submits it."""
+               dry_run: bool = False, order: dict[str, Any] | None = None) -> RunDir:
+        """A new run directory; ``points`` in the order they are submitted, ``order`` says how that was drawn.
+        ``cluster``: the profile's name (history and references name the cluster by it); ``dry_run``: made by
+        `hpcbench plan`, to be read but not summarized until a sweep submits it."""
         rd = cls(root)
         if rd.plan_json.exists():
             raise ConfigError(
@@ -244,7 +245,7 @@ class RunDir:
             write_new(rd.point(p).point_json, json.dumps(d, indent=None) + "\n")
         doc = {"schema": records.tag(records.PLAN), "sweep": sweep_name, "created_at": utcnow(),
                "run_id": uuid.uuid4().hex[:12], **({"cluster": cluster} if cluster else {}),
-               **({"dry_run": True} if dry_run else {}), "points": dicts}
+               **({"dry_run": True} if dry_run else {}), **({"order": order} if order else {}), "points": dicts}
         # One point per line: readable, and json's C encoder (indent= falls back to pure Python).
         head = json.dumps({k: v for k, v in doc.items() if k != "points"})[:-1]
         body = ",\n  ".join(json.dumps(d) for d in dicts)

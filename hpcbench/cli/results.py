@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hpcbench.cli.common import Args
+from hpcbench.vocab import BASELINES
 
 if TYPE_CHECKING:
     from hpcbench.figures.inputs import Inputs
@@ -75,8 +76,9 @@ def args_summarize(p: argparse.ArgumentParser) -> None:
                                  "(default: RUN_DIR/report for one run directory, else ./hpcbench-report)")
     p.add_argument("--format", choices=("table", "markdown", "github", "latex", "csv", "json"), default="table",
                    help="what is printed: the tables in this format, or the records (csv, json)")
-    p.add_argument("--baseline", choices=("auto", "single-gpu", "single-node", "no-framework"), default="auto",
-                   help="what speedup is relative to (default: the 1-rank point of the same backend and model)")
+    p.add_argument("--baseline", choices=BASELINES, default="auto",
+                   help="what speedup is relative to (default: one per unit of work, shared by every backend: "
+                        "their 1-rank runs pooled; per-backend: each backend's own 1-rank point)")
     p.add_argument("--references", metavar="FILE", help="TOML of reference values with tolerances; "
                                                         "exit 1 when a point regresses")
     p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="ratios between two runs")
@@ -145,5 +147,5 @@ def args_explain(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     p.add_argument("--allreduce", metavar="FILE", help="an nccl-tests or hpcbench allreduce log: the curve the "
                                                        "scaling model uses when the run has no allreduce point")
-    p.add_argument("--baseline", choices=("auto", "single-gpu", "single-node", "no-framework"), default="auto")
+    p.add_argument("--baseline", choices=BASELINES, default="auto")
     p.add_argument("--cluster", help="the cluster all the logs come from (lets logs without host names be compared)")

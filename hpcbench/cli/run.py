@@ -38,11 +38,14 @@ def cmd_sweep(args: Args) -> int:
         backend.check(spec)
     rd, points, python = prepare(spec, opts)
     _record_exclusion(rd, exclusion)
+    from hpcbench.plan.expand import order_note
+
     echo(f"sweep {spec.sweep.name}: {len(points)} points -> {rd.root}")
     shown = points[:PLAN_ROWS_SHOWN]
     echo(format_table(plan_rows(shown), plan_columns(points)))
     if len(shown) < len(points):
         echo(f"... and {len(points) - len(shown)} more points (all of them in {rd.plan_json})")
+    echo(order_note(spec) + "; listed above in that order")
     if backend is None:
         echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted "
              f"(to submit these: hpcbench sweep {args.file} --run-dir {rd.root})")

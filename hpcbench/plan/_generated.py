@@ -17,6 +17,8 @@ class SweepInfo:
     name: str = ""
     description: str = ""
     repeats: int = 1
+    order: str = "shuffled"
+    seed: int = 1
 
 
 @dataclass(frozen=True)

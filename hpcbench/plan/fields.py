@@ -38,6 +38,7 @@ from hpcbench.vocab import (
     KINDS,
     LAUNCHERS,
     MODELS,
+    ORDERS,
     RENAMED,
     SCALING,
 )
@@ -218,6 +219,11 @@ SWEEP = (
             "run directories are runs/<name>-<UTC time>; default: the file's name", str),
     Setting("description", "", c.text, "what the study is for"),
     Setting("repeats", 1, c.integer(1), "each point runs this many times (separate jobs, separate ids)", int),
+    Setting("order", "shuffled", c.choice(ORDERS, "run order"), "the order the points are submitted (and so run) "
+            "in: shuffled (by seed; repeats in rounds that each hold every point once, so a machine's drift falls "
+            "on every backend alike) or declared (the matrix's own order)"),
+    Setting("seed", 1, c.integer(0), "seed of the shuffled order: the same seed, the same order (kept in plan.json)",
+            int),
 )
 
 SLURM = (

@@ -51,6 +51,7 @@ class Report:
     check_errors: int = 0  # error-level transport checks
     regressions: int = 0  # references that failed
     plots: dict[str, str] = field(default_factory=dict)
+    out: Path | None = None  # the folder ``write`` put the report and its plots in
     _tidy: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
@@ -89,7 +90,8 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     from hpcbench.report import references as refs_mod
     from hpcbench.report.tables_collectives import collective_tables
     from hpcbench.report.tables_env import environment
-    from hpcbench.report.tables_scaling import comm_compute, gpu_util, intra_inter, placement
+    from hpcbench.report.tables_scaling import (baseline_notes, comm_compute, disagreement, gpu_util, intra_inter,
+                                                placement)
     from hpcbench.report.tables_transport import transports
 
     refs = refs_mod.load(references) if references else None  # a bad file is an error before any work
@@ -98,7 +100,7 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     why = explain(subjects(aggs))
     intra, inter = intra_inter(aggs)
     for t in (intra, inter):
-        t.notes += base.missing
+        t.notes += baseline_notes(base) if t.rows else base.missing
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
@@ -109,7 +111,9 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
         ref_table, regressions = refs_mod.check(refs, aggs)
         tables.append(ref_table)
     findings = {
-        "best backend at each scale": headlines.best_at_each_scale(aggs),
+        "best backend at each scale (claimed only where the 95% intervals do not overlap)":
+            headlines.best_at_each_scale(aggs),
+        "baselines": [disagreement(g) for g in base.disagree],
         "efficiency at the largest scale": headlines.efficiency_at_largest(aggs),
         "suspicious speedups": headlines.superlinear(aggs),
         "transport problems": headlines.transport_problems(check_findings),
@@ -142,13 +146,16 @@ def text(report: Report, fmt: str = "table") -> str:
 
 
 def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
-    """report.md, the PNG plots, records.csv and records.json (one row per point x repeat) into ``out``."""
+    """report.md, report.tex, the PNG plots, records.csv and records.json (one row per point x repeat) into
+    ``out``."""
     from hpcbench.errors import ConfigError
+    from hpcbench.report.latex import latex_document
     from hpcbench.report.markdown import report_md
 
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: not a folder", hint="give a folder for the report (it is made when missing)")
     out.mkdir(parents=True, exist_ok=True)
+    report.out = out
     if plots:
         from hpcbench.report.plots import write_all
 
@@ -158,11 +165,12 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
     atomic_write_text(out / "records.csv", csv_text)
     atomic_write_text(out / "records.json", records_json(rows))
     atomic_write_text(out / "report.md", report_md(report))
+    atomic_write_text(out / "report.tex", latex_document(report))  # pdflatex report.tex, in this folder
     for rd in report.inputs.run_dirs:  # the run directory keeps its own summary.csv, as before
         mine = [r for r in rows if r["source"] == str(rd.root)]
         atomic_write_text(rd.summary_csv, csv_text if len(mine) == len(rows) else
                           format_table(mine, columns, fmt="csv"))
-    return [out / "report.md", out / "records.csv", out / "records.json",
+    return [out / "report.md", out / "records.csv", out / "records.json", out / "report.tex",
             *(out / n for n, v in report.plots.items() if v == "written")]
 
 
@@ -183,7 +191,9 @@ def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, A
     """The short table `hpcbench sweep --wait` prints when a run ends; writes summary.csv into the run directory."""
     from hpcbench.figures.inputs import run_samples
 
-    samples = run_samples(rd)
+    # plan.json holds the points in the order they ran (shuffled); the table reads better in the matrix's order
+    samples = sorted(run_samples(rd), key=lambda s: (str(s.kind), str(s.framework), str(s.backend), str(s.model),
+                                                      str(s.collective), s.world_size or 0, s.nodes or 0, s.repeat))
     baseline_mod.apply(aggregate(samples), "auto")
     rows, columns = [tidy_row(s) for s in samples], tidy_columns(samples)
     atomic_write_text(rd.summary_csv, format_table(rows, columns, fmt="csv"))

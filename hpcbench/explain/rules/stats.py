@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
 
 from hpcbench.explain.context import Context
-from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding
 from hpcbench.vocab import ERROR, INFO, WARNING
 
@@ -43,25 +41,15 @@ def noisy_steps(ctx: Context) -> list[Finding]:
 def within_noise_of_baseline(ctx: Context) -> list[Finding]:
     """A speedup whose throughput interval overlaps its baseline's: not distinguishable from no change."""
     p = ctx.point
-    if p.speedup is None or p.throughput_lo is None or not p.base_throughput or p.world_size == p.base_world_size:
+    if p.speedup is None or p.speedup_lo is None or p.speedup_hi is None or p.world_size == p.base_world_size:
         return []
-    base = ctx.index("baselines", _by_throughput).get((p.base_throughput, p.base_world_size))
-    if base is None or base.throughput_lo is None or base.throughput_hi is None or p.throughput_hi is None:
+    if not p.speedup_lo <= 1.0 <= p.speedup_hi:
         return []
-    if p.throughput_lo > base.throughput_hi or base.throughput_lo > p.throughput_hi:
-        return []
-    return [Finding(WARNING, "within-noise", f"its throughput interval overlaps its baseline's ({base.label}): "
-                    f"the speedup {p.speedup:.2f} is not distinguishable from no change", "more steps or repeats",
-                    "the samples/s (95% CI) of both points", subject=ctx.name)]
-
-
-def _by_throughput(points: Sequence[Subject]) -> dict[tuple[float | None, int | None], Subject]:
-    """(throughput, world size) -> the first point with an interval: a point's baseline, found in O(1)."""
-    out: dict[tuple[float | None, int | None], Subject] = {}
-    for a in points:
-        if a.throughput_lo is not None:
-            out.setdefault((a.throughput, a.world_size), a)
-    return out
+    hi = "∞" if math.isinf(p.speedup_hi) else f"{p.speedup_hi:.2f}"
+    return [Finding(WARNING, "within-noise", f"its speedup {p.speedup:.2f} (95% CI {p.speedup_lo:.2f}–{hi}, against "
+                    f"{p.baseline}) is not distinguishable from no change", "more steps or repeats ([sweep] repeats)",
+                    "the speedup (95% CI) column: the point's and the baseline's samples/s intervals combined",
+                    subject=ctx.name)]
 
 
 def communication(ctx: Context) -> list[Finding]:
