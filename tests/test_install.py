@@ -152,7 +152,7 @@ VERBS = (
     (["summarize", "{logs}/horovod_1.log", "{logs}/nccltests_1.log", "--out", "{out}/logs", "--history", "{db}"],
      "history: {db}", (0,)),
     (["explain", "{run}"], "gloo-mlp-b16-n1x2", (0, 1)),
-    (["explain", "{logs}/nccl_gdrdma-mpiprefix_04.log"], "NET/IB", (0, 1)),
+    (["explain", "{logs}/nccl_gdrdma-mpiprefix_04.log"], "network IB", (0, 1)),
     (["history", "--history", "{db}"], "trend plot: {out}/history.png", (0,)),
     (["parse", "{logs}/nccl_gdrdma-mpiprefix_04.log"], "NET/IB/GDRDMA", (0,)),
     (["check", "{logs}/nccl_gdrdma-mpiprefix_04.log"], "1 files checked: 0 errors", (0,)),
