@@ -79,6 +79,20 @@ def test_hard_wrapped_nccl_line_is_joined(tmp_path):
     assert d["nccl"]["network"] == "IB"
 
 
+@pytest.mark.parametrize("host", ["gpu-001", "h1", "node-with-a-rather-long-name-01"])
+@pytest.mark.parametrize("own", ["step 1: loss 0.5", "Epoch 3/10", "Iter #2: 601.7 img/sec per GPU", "loss=0.25",
+                                 "Initializing NCCL across 2 nodes...", "Running benchmark...",
+                                 "hpcbench: gloo-mlp-b16-n2x1: 6462.4 samples/s, 4.95 ms/step over 2 ranks"])
+def test_a_print_of_its_own_after_an_nccl_line_is_not_glued_on(tmp_path, host, own):
+    """The training's own line after a long NCCL line (issue 25: 'NET/IB/1/GDRDMAstep 1: loss 0.5') is read as
+    a line: it starts as a program's print does, where a terminal's cut falls mostly inside a word."""
+    d = parse_text(tmp_path, f"{host}:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+                             f"{host}:100:101 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/1/GDRDMA\n"
+                             f"{own}\n")
+    assert d["nccl"]["transports_raw"] == ["NET/IB/1/GDRDMA"] and d["nccl"]["transports"] == ["NET/IB/GDRDMA"]
+    assert (d["hpcbench"] is not None) == own.startswith("hpcbench: ")
+
+
 def test_short_lines_are_not_joined(tmp_path):
     d = parse_text(tmp_path, "h:1:1 [0] NCCL INFO Using network IB\nSocket\n")
     assert d["nccl"]["network"] == "IB"

@@ -192,18 +192,24 @@ _WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not
 _ROW = re.compile(r"\s*\d+\s+\d+\s")
 _WHOLE_EDGE = re.compile(r"\s*(?:Ring|Channel|CollNet|Coll) \d+\S* : .* via ")
 _NOT_CONTINUATIONS = ("/sec", "NCCL version", MARK)
+# What a program prints as a line of its own, never the rest of a wrapped one: a progress print ("step 1: loss
+# 0.5", "Epoch 3/10", "Iter #2", "loss=0.5", "hpcbench: ...") or a sentence ("Initializing NCCL across 2 nodes").
+# A terminal cuts at a column, mostly inside a word ("0[1a0" + "00] -> 1[1b000]", "lo" + "calhost/"); a rest
+# that starts like these is read as a line of its own: a wrapped fact left cut is rarer, and does less harm,
+# than a training print glued onto an NCCL fact (and it sent the fast path's whole span to the line path).
+_OWN_LINE = re.compile(r"[A-Za-z]+ #?\d|[A-Za-z]{2,}[:=]|[A-Z][a-z]+ ")
 
 
 def continues(prev: str, cur: str, before: int) -> bool:
     """Whether ``cur`` is the rest of ``prev``, an NCCL line hard-wrapped by a terminal. ``before``: the
     length of the line before ``prev``. A terminal cuts at its width, so the first part is at least as
-    long as the line before it; ``cur`` starts nowhere (no prefix, label, table row or message of its own).
+    long as the line before it; ``cur`` starts nowhere (no prefix, label, table row, message or print of its own).
     Only the three lines decide, so the fast path, which skips most lines, decides alike."""
     if len(prev) < max(_WRAP_MIN, before) or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
         return False
     if any(k in cur for k in _NOT_CONTINUATIONS) or _WHOLE_EDGE.match(cur):
         return False
-    if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur):
+    if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur) or _OWN_LINE.match(cur):
         return False
     ln = clean(cur)
     return not (ln.host or ln.level or ln.tag or ln.rank is not None or ln.text != cur.lstrip(" \t"))
