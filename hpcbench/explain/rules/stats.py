@@ -11,6 +11,7 @@ from hpcbench.explain.context import Context
 from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding
 from hpcbench.vocab import ERROR, INFO, WARNING
+from hpcbench.workloads.transport import describe
 
 MIN_REPEATS = 3
 NOISY_CV = 0.10  # coefficient of variation of the step times
@@ -73,10 +74,12 @@ def communication(ctx: Context) -> list[Finding]:
     hi = p.comm_time_s + (p.comm_time_ci95_s or 0.0)
     lo = max(p.comm_time_s - (p.comm_time_ci95_s or 0.0), 0.0)
     span = f" ({lo / p.step_time_s:.0%}–{min(hi / p.step_time_s, 1.0):.0%})" if p.step_time_s else ""
+    said = describe(p.backend, ctx.provenance)  # Gloo's and MPI's transport, from the ranks' provenance
     return [Finding(WARNING, "comm-share", f"communication not hidden behind compute is {share:.0%} of the step"
-                    f"{span}", "a faster transport, larger batches per rank, or gradient compression / fusion",
-                    "comm_time_s = step - compute-only step (comm_method)", f"{share:.0%} of the step",
-                    ctx.name, share if math.isfinite(share) else None)]
+                    f"{span}" + (f", over {said.text}" if said else ""),
+                    "a faster transport, larger batches per rank, or gradient compression / fusion",
+                    "comm_time_s = step - compute-only step (comm_method)" + (f"; {said.evidence}" if said else ""),
+                    f"{share:.0%} of the step", ctx.name, share if math.isfinite(share) else None)]
 
 
 def wrong_results(ctx: Context) -> list[Finding]:
