@@ -29,7 +29,7 @@ from itertools import filterfalse
 
 from hpcbench.parse.known import GOOD_MAX, Known, Windows
 from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
-from hpcbench.parse.prefixes import continues
+from hpcbench.parse.prefixes import WRAP_MIN, continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
@@ -241,7 +241,7 @@ def _add(buf: bytes, start: int, end: int, prev_end: int, known: Known, out: lis
     if start - 1 != prev_end:  # the line before was plain, and is not read as such: could this continue it?
         ps = buf.rfind(b"\n", 0, start - 1) + 1
         before = ps - 1 - (buf.rfind(b"\n", 0, ps - 1) + 1) if ps > 0 else 0
-        if continues(buf[ps:start - 1].decode(), line.decode(), before):
+        if start - 1 - ps >= WRAP_MIN and continues(buf[ps:start - 1].decode(), line.decode(), before):
             out.append((ps, buf[ps:start - 1], -1 if ps - 1 == prev_end else before))
             joined.add(ps)
         else:
