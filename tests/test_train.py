@@ -210,17 +210,17 @@ nodes = [1, 2]
     # Gloo's and Open MPI's transport, as the ranks recorded it (provenance/2), in words: torch's Gloo on the
     # interface the job script names, Horovod's on the one holding its host name's address; Open MPI's tcp
     # BTL, with the profile's OMPI_MCA_btl=^vader (no shared memory between slurmds of one host).
-    from hpcbench.workloads import transport
+    from hpcbench.parse.transport import describe, holding
 
     for p in rd.points():
         docs = [json.loads(f.read_text()) for f in rd.point(p).provenances()]
-        said, job = transport.describe(p.backend, docs), rd.point(p).job_script.read_text()
+        said, job = describe(p.backend, docs), rd.point(p).job_script.read_text()
         assert all(d["schema"] == "hpcbench.provenance/2" for d in docs) and said is not None, p.label
         if p.backend == "gloo" and p.framework == "ddp":
             assert "export GLOO_SOCKET_IFNAME=lo" in job and said.text == "Gloo TCP over lo", said
         elif p.backend == "gloo":
             doc = docs[0]["transport"]
-            iface = transport.holding(doc["address"], doc["interfaces"])
+            iface = holding(doc["address"], doc["interfaces"])
             assert iface and said.text == f"Gloo TCP over {iface}" and "HOROVOD_GLOO_IFACE unset" in said.evidence
         else:
             assert "export OMPI_MCA_btl='^vader'" in job and said.text.startswith("Open MPI tcp BTL over "), said

@@ -11,7 +11,7 @@ from hpcbench.findings import Finding, rank
 from hpcbench.parse.checks import check_point
 from hpcbench.report.fmt import clip
 from hpcbench.tabular import Table
-from hpcbench.workloads.transport import describe
+from hpcbench.parse.transport import describe
 
 
 def _scoped(nccl: dict[str, Any], scope: str) -> set[str]:

@@ -11,7 +11,7 @@ from hpcbench.explain.context import Context
 from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding
 from hpcbench.vocab import ERROR, INFO, WARNING
-from hpcbench.workloads.transport import describe
+from hpcbench.parse.transport import describe
 
 MIN_REPEATS = 3
 NOISY_CV = 0.10  # coefficient of variation of the step times
