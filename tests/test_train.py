@@ -209,22 +209,23 @@ nodes = [1, 2]
                for found in timed.values() for f in found)
     # Gloo's and Open MPI's transport, as the ranks recorded it (provenance/2), in words: torch's Gloo on the
     # interface the job script names, Horovod's on the one holding its host name's address; Open MPI's tcp
-    # BTL, with the profile's OMPI_MCA_btl=^vader (no shared memory between slurmds of one host).
+    # BTL, with the btl setting in force and its source.
     from hpcbench.parse.transport import describe, holding
 
     for p in rd.points():
         docs = [json.loads(f.read_text()) for f in rd.point(p).provenances()]
         said, job = describe(p.backend, docs), rd.point(p).job_script.read_text()
         assert all(d["schema"] == "hpcbench.provenance/2" for d in docs) and said is not None, p.label
-        if p.backend == "gloo" and p.framework == "ddp":
-            assert "export GLOO_SOCKET_IFNAME=lo" in job and said.text == "Gloo TCP over lo", said
-        elif p.backend == "gloo":
+        if p.backend == "gloo" and "export GLOO_SOCKET_IFNAME=lo" in job and p.framework == "ddp":
+            assert said.text == "Gloo TCP over lo" and said.evidence.endswith("GLOO_SOCKET_IFNAME=lo"), said
+        elif p.backend == "gloo":  # no interface named: Gloo's default device
             doc = docs[0]["transport"]
             iface = holding(doc["address"], doc["interfaces"])
-            assert iface and said.text == f"Gloo TCP over {iface}" and "HOROVOD_GLOO_IFACE unset" in said.evidence
-        else:
-            assert "export OMPI_MCA_btl='^vader'" in job and said.text.startswith("Open MPI tcp BTL over "), said
-            assert "btl=^vader (environment)" in said.evidence and "vader" not in said.text
+            assert iface and said.text == f"Gloo TCP over {iface}" and "_IF" in said.evidence and "unset" in said.evidence
+        else:  # the btl setting and where it came from: this sweep names no profile, so Debian's parameter file
+            btl = said.evidence.split("btl=")[1].split(";")[0]
+            assert said.text.startswith("Open MPI tcp BTL over ") and ", PML " in said.text, said
+            assert btl.endswith("(environment)") == ("OMPI_MCA_btl=" in job) and "(file (/etc/openmpi/" in said.evidence
 
 
 
