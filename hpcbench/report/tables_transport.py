@@ -9,9 +9,9 @@ from typing import Any
 from hpcbench.figures.aggregate import Agg
 from hpcbench.findings import Finding, rank
 from hpcbench.parse.checks import check_point
+from hpcbench.parse.transport import describe
 from hpcbench.report.fmt import clip
 from hpcbench.tabular import Table
-from hpcbench.parse.transport import describe
 
 
 def _scoped(nccl: dict[str, Any], scope: str) -> set[str]:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from hpcbench.explain.context import Context
 from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding
-from hpcbench.vocab import ERROR, INFO, WARNING
 from hpcbench.parse.transport import describe
+from hpcbench.vocab import ERROR, INFO, WARNING
 
 MIN_REPEATS = 3
 NOISY_CV = 0.10  # coefficient of variation of the step times
