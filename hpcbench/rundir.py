@@ -26,7 +26,7 @@
         error-rank<N>.json  hpcbench.error/1, from each failing rank
         timeline.json     Horovod timeline (workload.timeline = true)
         checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)
-        provenance-rank<N>.json  hpcbench.provenance/1, from each rank (host, binding, versions, counters)
+        provenance-rank<N>.json  hpcbench.provenance/2, from each rank (host, binding, versions, counters)
         submitit/         submitit's own folder, when that backend is used
 """
 

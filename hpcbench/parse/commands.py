@@ -38,8 +38,18 @@ def _summary_row(d: dict[str, Any]) -> list[str]:
         ",".join(n.get("transports") or []) or "-",
         str(len(d["hosts"])), str(len(n.get("edges") or [])),
         _tests_cell(t),
-        "-" if not h else f"{h.get('total_img_sec')} img/s", str(len(d["records"])), str(len(d["warnings"])),
+        "-" if not h else f"{h.get('total_img_sec')} img/s", _own_cell(d.get("hpcbench") or []),
+        str(len(d["records"])), str(len(d["warnings"])),
     ]
+
+
+def _own_cell(points: list[dict[str, Any]]) -> str:
+    """hpcbench's summary lines in one cell: the first point's figure, and how many more."""
+    if not points:
+        return "-"
+    p = points[0]
+    first = f"{p['reason']}" if p["kind"] == "unsupported" else f"{p['throughput']} {p['unit']}"
+    return first + (f" (+{len(points) - 1} more)" if len(points) > 1 else "")
 
 
 def _tests_cell(t: dict[str, Any]) -> str:
@@ -78,8 +88,8 @@ def parse_command(files: list[str], fmt: str) -> int:
     if fmt == "json":
         print(_dumps(docs))
         return 0
-    cols = ["file", "nccl", "network", "link", "transports", "hosts", "edges", "nccl-tests", "horovod", "records",
-            "warnings"]
+    cols = ["file", "nccl", "network", "link", "transports", "hosts", "edges", "nccl-tests", "horovod", "hpcbench",
+            "records", "warnings"]
     print(format_table([dict(zip(cols, _summary_row(d))) for d in docs], cols))
     for d in docs:
         for w in d["warnings"]:

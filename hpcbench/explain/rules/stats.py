@@ -8,6 +8,7 @@ import statistics
 
 from hpcbench.explain.context import Context
 from hpcbench.findings import Finding
+from hpcbench.parse.transport import describe
 from hpcbench.vocab import ERROR, INFO, WARNING
 
 MIN_REPEATS = 3
@@ -66,10 +67,12 @@ def communication(ctx: Context) -> list[Finding]:
     hi = p.comm_time_s + (p.comm_time_ci95_s or 0.0)
     lo = max(p.comm_time_s - (p.comm_time_ci95_s or 0.0), 0.0)
     span = f" ({lo / p.step_time_s:.0%}–{min(hi / p.step_time_s, 1.0):.0%})" if p.step_time_s else ""
+    said = describe(p.backend, ctx.provenance)  # Gloo's and MPI's transport, from the ranks' provenance
     return [Finding(WARNING, "comm-share", f"communication not hidden behind compute is {share:.0%} of the step"
-                    f"{span}", "a faster transport, larger batches per rank, or gradient compression / fusion",
-                    "comm_time_s = step - compute-only step (comm_method)", f"{share:.0%} of the step",
-                    ctx.name, share if math.isfinite(share) else None)]
+                    f"{span}" + (f", over {said.text}" if said else ""),
+                    "a faster transport, larger batches per rank, or gradient compression / fusion",
+                    "comm_time_s = step - compute-only step (comm_method)" + (f"; {said.evidence}" if said else ""),
+                    f"{share:.0%} of the step", ctx.name, share if math.isfinite(share) else None)]
 
 
 def wrong_results(ctx: Context) -> list[Finding]:
