@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from hpcbench.ops import minicluster
+from hpcbench.ops import nodes
 
 
 def _sh(*argv: str, env: dict[str, str] | None = None, timeout: float = 60) -> str:
@@ -39,7 +39,7 @@ else:
 @pytest.mark.slurm
 def test_namespaced_cluster_up_degrade_restore_down(cli, tmp_path):
     root = tmp_path / "mc"
-    lay = minicluster.Layout(root.resolve())
+    lay = nodes.Layout(root.resolve())
     env = {"SLURM_CONF": str(lay.conf)}
     try:
         up = cli("minicluster", "up", "--dir", str(root), "--nodes", "2", "--link", "100mbit", timeout=180)
@@ -93,7 +93,7 @@ def test_namespaced_cluster_up_degrade_restore_down(cli, tmp_path):
         down = cli("minicluster", "down", "--dir", str(root), timeout=120)
     assert down.returncode == 0 and "stopped slurmctld" in down.stdout, down.stdout + down.stderr
     # Nothing is left: no namespace, link, qdisc, cgroup or /etc/netns folder of this cluster's slot.
-    assert minicluster.leftovers(root) == []
+    assert nodes.leftovers(root) == []
     prefix = f"hpcb{lay.slot}"
     assert prefix not in _sh("ip", "netns", "list")
     assert not re.search(rf"\b{prefix}(n\d+)?\b", _sh("ip", "link") + _sh("tc", "qdisc"))

@@ -21,7 +21,9 @@ def peak(ctx: Context) -> tuple[links.Peak | None, str]:
     """The peak of the slowest link a communication point's traffic crosses, or None and why."""
     p = ctx.point
     hosts = ctx.hosts()
-    inter = len(hosts) > 1 or any(t.startswith("NET/") for t in ctx.transports("inter"))
+    spaces = {d.get("net_namespace") for d in ctx.provenance if d.get("net_namespace")}
+    # ranks in several network namespaces (the minicluster's nodes) talk over a link even on one host
+    inter = len(hosts) > 1 or len(spaces) > 1 or any(t.startswith("NET/") for t in ctx.transports("inter"))
     if p.device == "cpu" and not inter:
         return None, "all ranks on one host talk through loopback and shared memory: no link in the table"
     if inter:

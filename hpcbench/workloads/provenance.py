@@ -24,9 +24,9 @@ from typing import Any
 
 from hpcbench import proc, records
 from hpcbench.vocab import ENV_AXES_VAR
-from hpcbench.workloads.affinity import CpuTopology, check_affinity, read_sys
+from hpcbench.workloads.affinity import CpuTopology, check_affinity, cpuset_cpus, read_sys
 
-ENV_PREFIXES = ("NCCL_", "HOROVOD_", "SLURM_", "CCL_", "OMPI_MCA_hwloc", "OMPI_MCA_rmaps")
+ENV_PREFIXES = ("NCCL_", "HOROVOD_", "SLURM_", "CCL_", "GLOO_", "OMPI_MCA_hwloc", "OMPI_MCA_rmaps", "OMPI_MCA_btl")
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT")
 NET_TYPES = {1: "ethernet", 32: "infiniband", 772: "loopback"}  # ARPHRD_* in /sys/class/net/*/type
 _TIMEOUT_S = 20
@@ -260,7 +260,7 @@ def collect(rank: int = 0, local_rank: int = 0, *, environ: Mapping[str, str] | 
         "rank": rank, "local_rank": local_rank, "hostname": socket.gethostname(),
         "slurm_node": environ.get("SLURMD_NODENAME"), "pid": os.getpid(),
         "boot_id": _probe(un, "boot_id", _boot_id), "net_namespace": _probe(un, "net_namespace", _net_namespace),
-        "affinity": check_affinity(cpus, local_rank, environ, topo),
+        "affinity": check_affinity(cpus, local_rank, environ, topo, _probe(un, "cpuset", cpuset_cpus)),
         "gpus": _probe(un, "gpus", _gpus) or [],
         "driver": _probe(un, "driver", _driver),
         "cuda": caps.cuda_version,
