@@ -38,15 +38,16 @@ def test_minicluster_profile_fills_slurm_defaults(tmp_path):
     assert (s.partition, s.launcher, s.mpi, s.cpu_bind) == ("debug", "srun", "pmix", "sockets")
     # module_use is relative to the profile file, so it names the modules/ beside clusters/.
     assert s.module_use == (str(tmp_path / "modules"),) and s.modules == ("hpcbench",)
-    assert dict(s.env)["NCCL_SOCKET_IFNAME"] == "lo"
+    assert dict(s.env)["NCCL_SOCKET_IFNAME"] == "eth0"  # each node's own end of its link
 
 
 def test_sweep_keys_win_and_lists_are_appended(tmp_path):
-    text = CPU_SWEEP + '[slurm]\npartition = "other"\nmodules = ["extra/1"]\n[slurm.env]\nNCCL_SOCKET_IFNAME = "eth0"\n'
+    text = CPU_SWEEP + '[slurm]\npartition = "other"\nmodules = ["extra/1"]\n[slurm.env]\nNCCL_SOCKET_IFNAME = "lo"\n'
     spec = _spec(tmp_path, text.replace("[workload]", "[workload]", 1))
     assert spec.slurm.partition == "other" and spec.slurm.mpi == "pmix"
     assert spec.slurm.modules == ("hpcbench", "extra/1")
-    assert dict(spec.slurm.env) == {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "lo", "OMPI_MCA_btl": "^vader",
+    assert dict(spec.slurm.env) == {"NCCL_SOCKET_IFNAME": "lo", "GLOO_SOCKET_IFNAME": "eth0", "OMPI_MCA_btl": "^vader",
+                                    "HPCBENCH_LINKS": "/var/tmp/hpcbench-minicluster/links.toml",
                                     "OMPI_MCA_mpi_yield_when_idle": "1"}
 
 

@@ -79,10 +79,13 @@ def test_single_process_defaults():
 
 
 def test_unresolvable_node_name_falls_back_to_scontrol_nodeaddr(slurm_cluster):
-    # node1 is not in DNS or /etc/hosts; only slurmctld knows its NodeAddr.
-    assert resolve_addr("node1") == "127.0.0.1"
+    # node1 is not in DNS or in this namespace's /etc/hosts (only its own nodes see it); slurmctld knows its NodeAddr.
+    from hpcbench.ops.nodes import Layout
+
+    addr = Layout(slurm_cluster).addr("node1")
+    assert resolve_addr("node1") == addr
     env = from_environ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "node[1-2]",
                         "SLURM_JOB_ID": "7"})
-    assert env.master_addr == "127.0.0.1"
+    assert env.master_addr == addr
     with pytest.raises(RuntimeError, match="not in DNS and not a Slurm node"):
         resolve_addr("no-such-node-x")
