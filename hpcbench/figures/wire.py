@@ -54,6 +54,7 @@ class NodeWire:
     steps: int
     seconds: float
     what: str  # what the window covered ("timed steps", "all_reduce 8388608 B in place")
+    size: int | None  # a collective's message size in the window; None for training steps
     meant: str | None  # the interface the user named (GLOO_SOCKET_IFNAME, ..., or the declared link's)
     meant_by: str  # where that name comes from
     peak: LinkPeak | None
@@ -122,7 +123,8 @@ def node_wires(prov: list[dict[str, Any]]) -> list[NodeWire]:
         peak, why = link_peak(doc, busy)
         out[node] = NodeWire(node, int(doc.get("rank") or 0), busy, sent[busy], got.get(busy, 0),
                              {n: b for n, b in sent.items() if n != busy and b}, int(wire.get("steps") or 0),
-                             float(wire.get("seconds") or 0.0), str(wire.get("what") or ""), meant, by, peak, why)
+                             float(wire.get("seconds") or 0.0), str(wire.get("what") or ""),
+                             wire.get("size_bytes"), meant, by, peak, why)
     return list(out.values())
 
 

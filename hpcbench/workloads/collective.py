@@ -189,7 +189,7 @@ def measure(comm: Comm, cfg: CollectiveConfig, device: Any, sync: Any, prov: Any
             used = min(top, world * count)
             a[:used].zero_()
             b[:used].zero_()
-            wire = prov.wire(cfg.iters, f"{cfg.collective} {size} B in place") \
+            wire = prov.wire(cfg.iters, f"{cfg.collective} {size} B in place", size) \
                 if prov is not None and size == plan[-1][1] and mode == "in-place" else None
             mine = _timed(comm, cfg, call, sync, wire)
             # every rank's last timed operation is over before any rank overwrites its input (a library may still

@@ -304,9 +304,9 @@ class Recorder:
         return self.doc[key]
 
     @contextlib.contextmanager
-    def wire(self, steps: int, what: str) -> Iterator[None]:
+    def wire(self, steps: int, what: str, size_bytes: int | None = None) -> Iterator[None]:
         """Every interface's byte counters before and after the block (the timed steps): ``wire`` says how many
-        bytes each interface sent and received in it, in how many seconds and steps."""
+        bytes each interface sent and received in it, in how many seconds and steps (of a collective: its size)."""
         before = _probe(self.doc["unavailable"], "wire", lambda: net_counters(self.sys_root))
         t0 = time.perf_counter()
         yield
@@ -319,7 +319,8 @@ class Recorder:
             b = before.get(name, {})
             moved = {k: a[k] - b[k] for k in a if k in b and a[k] >= b[k]}
             ifaces.append({"name": name, **moved})
-        self.doc["wire"] = {"what": what, "steps": steps, "seconds": seconds, "interfaces": ifaces}
+        self.doc["wire"] = {"what": what, "steps": steps, "seconds": seconds, "size_bytes": size_bytes,
+                            "interfaces": ifaces}
 
     def write(self) -> None:
         if self.path is not None:

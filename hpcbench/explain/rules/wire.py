@@ -4,12 +4,15 @@ slowest, and bytes that took another interface than the one the user named."""
 
 from __future__ import annotations
 
+from hpcbench.collectives import TABLE
 from hpcbench.explain.context import Context
+from hpcbench.explain.model import BYTES_PER_PARAM
 from hpcbench.figures.wire import LOOPBACK, NodeWire, bytes_words, node_wires
 from hpcbench.findings import Finding
-from hpcbench.vocab import INFO, WARNING
+from hpcbench.vocab import INFO, MODELS, WARNING
 
 SLOWER = 0.8  # a node's link peak below this share of the fastest node's is "slower"
+CONTENTION = 1.4  # an interface that sent this many times the point's own bytes carried someone else's too
 
 
 def _evidence(w: NodeWire) -> str:
@@ -62,5 +65,35 @@ def elsewhere(ctx: Context) -> list[Finding]:
                     f"check that {w.meant} exists on every node", _evidence(w), subject=ctx.name)]
 
 
-RULES = (traffic, elsewhere)
+def _expected(ctx: Context, w: NodeWire) -> tuple[float, str] | None:
+    """The bytes a node's ranks send per step for this point alone (ring algorithms: what busbw counts), and what."""
+    p = ctx.point
+    n, per_node = p.world_size or 0, p.ranks_per_node or 1
+    if n < 2:
+        return None
+    if p.kind != "train" and w.size:
+        c = TABLE.get(p.collective or "all_reduce")
+        return (c.factor(n) * w.size * per_node, f"its {c.name} of {bytes_words(w.size)}") if c else None
+    info = MODELS.get(p.model or "")
+    if p.kind == "train" and info is not None:
+        grads = info.params * BYTES_PER_PARAM
+        return 2 * (n - 1) / n * grads * per_node, f"the allreduce of {bytes_words(grads)} of gradients"
+    return None
+
+
+def contention(ctx: Context) -> list[Finding]:
+    """An interface that sent far more than the point's own traffic: another job shared the node and its link."""
+    for w in node_wires(ctx.provenance):
+        exp = _expected(ctx, w) if w.interface != LOOPBACK else None
+        if exp is None or exp[0] <= 0 or w.per_step < CONTENTION * exp[0]:
+            continue
+        return [Finding(WARNING, "contention", f"{w.node}'s {w.interface} sent {bytes_words(w.per_step)} per step, "
+                        f"{w.per_step / exp[0]:.1f}x {exp[1]} ({bytes_words(exp[0])}): other traffic shared the link "
+                        "during the timed steps, so the figures are not this point's alone",
+                        "run the point alone on its nodes: [slurm] sbatch_args = [\"--exclusive\"]", _evidence(w),
+                        subject=ctx.name)]
+    return []
+
+
+RULES = (traffic, elsewhere, contention)
 ORDER = 25  # after where the ranks ran: what crossed the links
