@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcbench.ops import minicluster
+from hpcbench.ops import minicluster, nodes
 from hpcbench.workloads.distenv import JOB_PORT_SHELL, expand_hostlist, from_environ, job_port, resolve_addr, side_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def test_job_ports_stay_below_the_ephemeral_range():
     # A listening port in the ephemeral range can already be held by an outgoing connection
     # (a Horovod Gloo rendezvous on 40035 failed with EADDRINUSE in CI).
     low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    slurm_ports = {6817, 6818, 6819, minicluster.CTLD_PORT, *minicluster.SLURMD_PORTS}
+    slurm_ports = {6817, 6818, 6819, minicluster.SLURMD_PORT, *nodes.CTLD_PORTS}
     for job in range(0, 200_000, 7):
         master = job_port(str(job))
         side = side_port(master)

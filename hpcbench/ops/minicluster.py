@@ -266,8 +266,8 @@ def up(root: Path = DEFAULT_DIR, nodes: int = 2, link: str | None = None) -> lis
 
 
 def _made_problems(lay: Layout, shape: Shape) -> list[str]:
-    made = made(lay)
-    return [f"namespace of {n} missing" for n in shape.names if lay.netns(n) not in made["namespaces"]]
+    found = made(lay)
+    return [f"namespace of {n} missing" for n in shape.names if lay.netns(n) not in found["namespaces"]]
 
 
 def _shape_words(shape: Shape | None) -> str:

@@ -28,6 +28,9 @@ IFACE = "eth0"  # the node's end of its veth, as jobs see it
 CGROUP = Path("/sys/fs/cgroup")
 NETNS_ETC = Path("/etc/netns")
 CFS_PERIOD_US = 100_000
+# slurmctld's port by slot: 16817 for the default folder, 17101-17299 for the others (clear of the ports of older
+# miniclusters' slurmd, 17001-17002, and of the jobs' 20000-31999: workloads/distenv.py)
+CTLD_PORTS = (16817, *range(17101, 17300))
 LINK_SOURCE = "shaped link of the minicluster"  # how report and explain name the peak's source
 
 
@@ -78,11 +81,11 @@ class Layout:
     @property
     def slot(self) -> int:
         """0 for the default folder, else 1-199 from the folder's path: names, subnet and port derive from it."""
-        return 0 if str(self.root) == DEFAULT_PATH else 1 + zlib.crc32(str(self.root).encode()) % 199
+        return 0 if str(self.root) == DEFAULT_PATH else 1 + zlib.crc32(str(self.root).encode()) % (len(CTLD_PORTS) - 1)
 
     @property
     def ctld_port(self) -> int:
-        return 16817 if self.slot == 0 else 17100 + self.slot  # 17101-17299: clear of the default 16817 and 17001-17002
+        return CTLD_PORTS[self.slot]
 
     bridge = property(lambda self: f"hpcb{self.slot}")
     head_addr = property(lambda self: f"10.77.{self.slot}.1")
