@@ -190,7 +190,7 @@ def read_shape(lay: Layout) -> Shape | None:
         return None
 
 
-def _start_slurmd(lay: Layout, node: str) -> None:
+def start_slurmd(lay: Layout, node: str) -> None:
     """The node's slurmd, inside its network, UTS and mount namespaces and its cgroups: every job step inherits all.
 
     Not ``ip netns exec``: its fresh /sys hides /sys/fs/cgroup, without which slurmd will not start. The same is
@@ -253,7 +253,7 @@ def up(root: Path = DEFAULT_DIR, nodes: int = 2, link: str | None = None) -> lis
         must(["slurmctld", "-f", str(lay.conf)], env=env)
         _wait_for("slurmctld", lambda: _ping(lay))
         for node in shape.names:
-            _start_slurmd(lay, node)
+            start_slurmd(lay, node)
         _wait_for(f"{', '.join(shape.names)} to register", lambda: _nodes_ready(lay, shape), timeout=60)
     except BaseException:
         down(root, quiet=True)  # nothing half-made stays behind
