@@ -78,12 +78,18 @@ def test_namespaced_cluster_up_degrade_restore_down(cli, tmp_path):
         assert re.search(r"node1: idle .* link 100 Mbit/s", status), status
         assert "bits_per_second = 20000000" in lay.links.read_text()
         slow = send_seconds()
-        assert slow > 1.0 and slow > 3 * fast, (fast, slow)
+        # never faster than the link allows (less a burst of tbf's bucket); a loaded host may make either slower
+        assert fast > 0.2 and slow > 1.0 and slow > fast, (fast, slow)
 
         restored = cli("minicluster", "restore", "node2", "--dir", str(root))
         assert restored.returncode == 0 and "node2: link back to 100 Mbit/s" in restored.stdout
         assert (lay.cgroup("cpu", "node2") / "cpu.cfs_quota_us").read_text().strip() == "-1"
         assert "bits_per_second = 20000000" not in lay.links.read_text()
+
+        # a running cluster of another shape is left alone (others may have jobs on it) unless --restart
+        other = cli("minicluster", "up", "--dir", str(root), "--nodes", "3")
+        assert other.returncode != 0 and "a minicluster of another shape is up" in other.stderr, other.stderr
+        assert "--restart" in other.stderr and "node2: idle" in cli("minicluster", "status", "--dir", str(root)).stdout
 
         for bad in (("degrade", "node9", "--link", "1mbit"), ("degrade", "node1", "--link", "fast"),
                     ("degrade", "node1", "--cpu", "2"), ("degrade", "node1"), ("up", "--nodes", "9")):

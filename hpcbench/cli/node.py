@@ -95,7 +95,7 @@ def cmd_minicluster(args: Args) -> int:
     root = Path(args.dir)
     rc = 0
     if args.action == "up":
-        lines = minicluster.up(root, args.nodes, args.link)
+        lines = minicluster.up(root, args.nodes, args.link, args.restart)
     elif args.action == "down":
         lines = minicluster.down(root)
     elif args.action in ("degrade", "restore"):
@@ -122,6 +122,8 @@ def args_minicluster(p: argparse.ArgumentParser) -> None:
     p.add_argument("--link", help="up: every node's link rate, e.g. 1gbit or 100mbit (default: unshaped); "
                                   "degrade: the node's new rate")
     p.add_argument("--cpu", type=float, help="degrade: the share of its CPU time the node keeps (0-1], a CFS quota")
+    p.add_argument("--restart", action="store_true",
+                   help="up: replace a running cluster of another shape (cancels every job on it)")
 
 
 def cmd_hunt(args: Args) -> int:

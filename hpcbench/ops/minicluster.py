@@ -213,8 +213,9 @@ def _ping(lay: Layout) -> bool:
     return ran.ok and "UP" in ran.stdout
 
 
-def up(root: Path = DEFAULT_DIR, nodes: int = 2, link: str | None = None) -> list[str]:
-    """Start the cluster (idempotent for the same shape; another shape restarts it). Returns the lines to print."""
+def up(root: Path = DEFAULT_DIR, nodes: int = 2, link: str | None = None, restart: bool = False) -> list[str]:
+    """Start the cluster (idempotent for the same shape); one of another shape (or an older hpcbench's, on 127.0.0.1)
+    is replaced only with ``restart``, as others may have jobs on it. Returns the lines to print."""
     if not 1 <= nodes <= MAX_NODES:
         raise ConfigError(f"--nodes {nodes}: the minicluster has 1 to {MAX_NODES} nodes")
     shape = Shape(nodes, parse_rate(link) if link else None)
@@ -223,9 +224,14 @@ def up(root: Path = DEFAULT_DIR, nodes: int = 2, link: str | None = None) -> lis
     lay = Layout(Path(root).resolve())
     lines = []
     if all(_daemons(lay).values()) and _ping(lay):
-        if read_shape(lay) == shape and not any(e for e in _made_problems(lay, shape)):
+        if read_shape(lay) == shape and all(lay.netns(n) in made(lay)["namespaces"] for n in shape.names):
             return [f"minicluster already up; config {lay.conf}, logs {lay.logs}"] + status_lines(lay)
-        lines.append(f"minicluster was up with another shape ({_shape_words(read_shape(lay))}): restarting it")
+        was = _shape_words(read_shape(lay))
+        if not restart:
+            raise ClusterError(f"a minicluster of another shape is up in {lay.root} ({was}); up leaves it and its jobs "
+                               "alone", hint=f"replace it with --restart (it cancels every job there), or use another "
+                               "--dir")
+        lines.append(f"minicluster was up with another shape ({was}): restarting it")
     owner = proc.run(["ip", "-d", "link", "show", lay.bridge]).stdout
     m = re.search(r"alias hpcbench minicluster (\S+)", owner)
     if m and m.group(1) != str(lay.root):
@@ -263,11 +269,6 @@ def up(root: Path = DEFAULT_DIR, nodes: int = 2, link: str | None = None) -> lis
               f"config:  {lay.conf}   (export SLURM_CONF={lay.conf} to use it)",
               f"profile: {lay.profile}   (its links: {lay.links})", f"logs:    {lay.logs}"]
     return lines + status_lines(lay)
-
-
-def _made_problems(lay: Layout, shape: Shape) -> list[str]:
-    found = made(lay)
-    return [f"namespace of {n} missing" for n in shape.names if lay.netns(n) not in found["namespaces"]]
 
 
 def _shape_words(shape: Shape | None) -> str:
