@@ -229,6 +229,8 @@ def unmake(lay: Layout) -> list[str]:
                     pass
     for etc in found["etc"]:
         shutil.rmtree(etc, ignore_errors=True)
+    if NETNS_ETC.is_dir() and not any(NETNS_ETC.iterdir()):
+        NETNS_ETC.rmdir()  # made by the first up, when no tool had made it
     return [f"removed {len(found['namespaces'])} namespace(s), {len(found['links'])} link(s), "
             f"{len(found['cgroups'])} cgroup tree(s) and {len(found['etc'])} /etc/netns folder(s)"]
 
