@@ -105,7 +105,7 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
-    tables = [intra, inter, *collective_tables(aggs, peaks_of(aggs, why)), wire_table(aggs), trans, env,
+    tables = [intra, inter, *collective_tables(aggs, peaks_of(aggs, why)), trans, wire_table(aggs), env,
               comm_compute(aggs), placement(aggs), gpu]
     regressions = 0
     if refs is not None:

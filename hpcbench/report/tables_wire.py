@@ -35,6 +35,8 @@ def wire_table(aggs: list[Agg]) -> Table:
                        "node's declared link (HPCBENCH_LINKS), else the interface's sysfs speed")
     t.notes += [f"nodes in separate network namespaces of one host ({n} nodes): the links are real; compute is "
                 "shared" for n in sorted(shared)]
-    t.notes += [f"no interface counters: {n} (provenance without wire: recorded by an older hpcbench, or a log)"
-                for n in without]
+    if without:  # said, never dropped; one line however many (a corpus of logs has none of them)
+        shown = ", ".join(without[:5]) + (f" and {len(without) - 5} more" if len(without) > 5 else "")
+        t.notes.append(f"no interface counters for {len(without)} multi-node point(s): {shown} (logs, or records "
+                       "of an older hpcbench)")
     return t
