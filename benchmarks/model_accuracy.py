@@ -24,6 +24,10 @@ from typing import Any
 import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from hpcbench.explain.model import BYTES_PER_PARAM  # noqa: E402
+from hpcbench.vocab import MODELS  # noqa: E402
+
 PLACEMENT = ("framework", "backend", "nodes", "ranks_per_node")
 
 
@@ -49,8 +53,13 @@ def allreduce_sweep(train: dict[str, Any]) -> str:
     """The allreduce points at the training sweep's placements: same cluster settings, same axes but the model."""
     matrix = {k: v for k, v in train.get("matrix", {}).items() if k in PLACEMENT}
     work = {k: train.get("workload", {})[k] for k in ("device",) if k in train.get("workload", {})}
-    work.update(kind="collective", min_bytes=1024, max_bytes="64M", step_factor=2, iters=20, warmup_iters=5)
-    lines = _table("sweep", {"name": f"{train['sweep']['name']}-allreduce",
+    # up to the largest model's gradients (float32), not beyond: over a 100 Mbit/s link a 64 MiB allreduce is seconds
+    models = train.get("matrix", {}).get("model") or [train.get("workload", {}).get("model", "resnet50")]
+    grads = max(MODELS[m].params * BYTES_PER_PARAM for m in (models if isinstance(models, list) else [models]))
+    top = 1 << max(12, (2 * grads - 1).bit_length())
+    work.update(kind="collective", min_bytes=1024, max_bytes=top, step_factor=2, iters=20, warmup_iters=5)
+    lines = [f"cluster = {_toml_value(train['cluster'])}"] if "cluster" in train else []
+    lines += _table("sweep", {"name": f"{train['sweep']['name']}-allreduce",
                              "description": "allreduce curves for the scaling model"})
     lines += _table("slurm", train.get("slurm", {})) + _table("workload", work) + _table("matrix", matrix)
     for ex in train.get("exclude", []):
@@ -103,13 +112,14 @@ def report(runs: list[Path]) -> None:
             continue
         pred, _, missing = bounds.prediction(p, fitted)
         if pred is None:
-            rows.append((p.label, f"{p.step_time_s * 1e3:.1f}", "—", "—", "—", f"no model: {missing}"))
+            rows.append((p.label, f"{p.step_time_s * 1e3:.1f}", "—", "—", "—", "—", f"no model: {missing}"))
             continue
         err = (pred.step_s - p.step_time_s) / p.step_time_s
         errors.append(abs(err))
+        comm = f"{p.comm_fraction:.0%}" if p.comm_fraction is not None else "—"
         rows.append((p.label, f"{p.step_time_s * 1e3:.1f}", f"{pred.step_s * 1e3:.1f}",
-                     f"{pred.compute_s * 1e3:.1f}", f"{pred.comm_s * 1e3:.2f}", f"{err:+.0%}"))
-    head = ("point", "measured ms", "model ms", "compute ms", "allreduce ms", "error")
+                     f"{pred.compute_s * 1e3:.1f}", f"{pred.comm_s * 1e3:.2f}", comm, f"{err:+.0%}"))
+    head = ("point", "measured ms", "model ms", "compute ms", "allreduce ms", "comm share", "error")
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))

@@ -100,7 +100,7 @@ class NodeLoad:
 
     host: str
     slurm_node: str | None
-    cpus: int | None  # logical CPUs of the host (os.cpu_count)
+    cpus: int | None  # logical CPUs the node can use: its cpuset's, else the host's (os.cpu_count)
     before: list[float] | None  # 1/5/15-minute load averages just before the timed steps
     after: list[float] | None  # ... just after them
     cores: int | None = None  # physical cores (distinct core sibling sets in sysfs)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Everything the tests need, from nothing: system packages (as root), the Python environment,
-# the local 2-node Slurm; then the whole suite; then the cluster is stopped again.
+# the local Slurm of namespaced nodes (minicluster up: 2 nodes, each its own network namespace); then the whole
+# suite; then the cluster is stopped again, leaving no namespace, link or cgroup behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # chromium + chromium-driver: tests/test_web.py opens the report and history pages in a real, headless browser.
-APT_PACKAGES="slurm-wlm munge openmpi-bin libopenmpi-dev lmod cmake g++ python3-dev shellcheck texlive-latex-base chromium chromium-driver"
+APT_PACKAGES="slurm-wlm munge iproute2 openmpi-bin libopenmpi-dev lmod cmake g++ python3-dev shellcheck texlive-latex-base chromium chromium-driver"
 if [ "$(id -u)" = 0 ]; then
     missing=$(for p in $APT_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
     if [ -n "$missing" ]; then

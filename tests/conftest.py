@@ -73,12 +73,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster() -> None:
-    """The local 2-node Slurm. Started (idempotently) rather than skipped: a missing cluster is a failure."""
+def slurm_cluster() -> Path:
+    """The local Slurm of namespaced nodes (node1, node2), in $HPCBENCH_MINICLUSTER_DIR or the default folder; its
+    folder. Started (idempotently) rather than skipped: a missing cluster is a failure. Every Slurm command of the
+    session (and of the sweeps it starts) talks to this cluster (SLURM_CONF); in a folder other than the default,
+    sweeps naming "minicluster" get the profile written there, which names that cluster's links file."""
     proc = run_cli("minicluster", "up", timeout=120)
     assert proc.returncode == 0, f"hpcbench minicluster up failed:\n{proc.stdout}\n{proc.stderr}"
+    folder = Path(os.environ.get("HPCBENCH_MINICLUSTER_DIR", "/var/tmp/hpcbench-minicluster")).resolve()
+    os.environ["SLURM_CONF"] = str(folder / "slurm.conf")
+    if str(folder) != "/var/tmp/hpcbench-minicluster":
+        os.environ["HPCBENCH_CLUSTER_PATH"] = str(folder)
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return folder
 
 
 def queue(states: dict[str, str]) -> SchedulerView:

@@ -20,13 +20,14 @@ import pytest
 from conftest import REPO, run_cli, write
 
 from hpcbench.errors import NoSpace
-from hpcbench.ops import minicluster
+from hpcbench.ops import minicluster, nodes
 from hpcbench.rundir import RunDir
 from hpcbench.states import collect
 from hpcbench.submit import slurm
 from hpcbench.submit.status import scheduler_view
 
-LAY = minicluster.Layout(minicluster.DEFAULT_DIR.resolve())
+LAY = nodes.Layout(minicluster.DEFAULT_DIR.resolve())
+NODES = ("node1", "node2")  # the suite's cluster: `minicluster up`'s default shape
 SLURM_ENV = {**os.environ, "SLURM_CONF": str(LAY.conf)}
 # About 15 s of training on two nodes of the minicluster: long enough to be hit while running, short to redo.
 # A rank lost before the rendezvous leaves the other waiting for init_timeout_s: 20 s, not the default 600.
@@ -61,13 +62,13 @@ def restore_cluster() -> None:
         subprocess.run(["slurmctld", "-f", str(LAY.conf)], env=SLURM_ENV, check=True)
         _wait(lambda: "UP" in subprocess.run(["scontrol", "ping"], capture_output=True, text=True, env=SLURM_ENV,
                                               check=False).stdout, 60, "slurmctld to answer")
-    for node in minicluster.NODES:
+    for node in NODES:
         if _slurmd_pid(node) is None:
-            subprocess.run(["slurmd", "-f", str(LAY.conf), "-N", node], env=SLURM_ENV, check=True)
+            minicluster.start_slurmd(LAY, node)  # back inside its node's namespaces and cgroups
         if _node_state(node).startswith(("down", "drain", "fail")):
             subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], env=SLURM_ENV,
                            capture_output=True, check=False)
-    _wait(lambda: all(_node_state(n) in ("idle", "mixed", "allocated") for n in minicluster.NODES), 90,
+    _wait(lambda: all(_node_state(n) in ("idle", "mixed", "allocated") for n in NODES), 90,
           "node1 and node2 to be back")
     up = run_cli("minicluster", "status")
     assert up.returncode == 0, up.stdout + up.stderr

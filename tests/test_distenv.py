@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcbench.ops import minicluster
+from hpcbench.ops import minicluster, nodes
 from hpcbench.workloads.distenv import JOB_PORT_SHELL, expand_hostlist, from_environ, job_port, resolve_addr, side_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def test_job_ports_stay_below_the_ephemeral_range():
     # A listening port in the ephemeral range can already be held by an outgoing connection
     # (a Horovod Gloo rendezvous on 40035 failed with EADDRINUSE in CI).
     low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    slurm_ports = {6817, 6818, 6819, minicluster.CTLD_PORT, *minicluster.SLURMD_PORTS}
+    slurm_ports = {6817, 6818, 6819, minicluster.SLURMD_PORT, *nodes.CTLD_PORTS}
     for job in range(0, 200_000, 7):
         master = job_port(str(job))
         side = side_port(master)
@@ -79,10 +79,13 @@ def test_single_process_defaults():
 
 
 def test_unresolvable_node_name_falls_back_to_scontrol_nodeaddr(slurm_cluster):
-    # node1 is not in DNS or /etc/hosts; only slurmctld knows its NodeAddr.
-    assert resolve_addr("node1") == "127.0.0.1"
+    # node1 is not in DNS or in this namespace's /etc/hosts (only its own nodes see it); slurmctld knows its NodeAddr.
+    from hpcbench.ops.nodes import Layout
+
+    addr = Layout(slurm_cluster).addr("node1")
+    assert resolve_addr("node1") == addr
     env = from_environ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "node[1-2]",
                         "SLURM_JOB_ID": "7"})
-    assert env.master_addr == "127.0.0.1"
+    assert env.master_addr == addr
     with pytest.raises(RuntimeError, match="not in DNS and not a Slurm node"):
         resolve_addr("no-such-node-x")

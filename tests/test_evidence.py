@@ -13,6 +13,7 @@ import pytest
 from conftest import sweep_ok, write
 
 from hpcbench.figures.samples import from_record
+from hpcbench.ops import nodes
 from hpcbench.plan.expand import expand
 from hpcbench.plan.spec import parse
 from hpcbench.records import NodeLoad, RankInfo, ResultRecord
@@ -169,7 +170,9 @@ nodes = [2]
     loads = rec["node_load"]
     assert [n["slurm_node"] for n in loads] == ["node1", "node2"]
     for n in loads:
-        assert n["cpus"] == os.cpu_count() and n["ranks"] == 1 and n["cpus_per_task"] == 1
+        # the CPUs the node can use: its cpuset's (a minicluster node with cores of its own), else the host's
+        own = len(nodes.cpuset_of(nodes.Layout(slurm_cluster), n["slurm_node"]))
+        assert n["cpus"] == own <= (os.cpu_count() or 1) and n["ranks"] == 1 and n["cpus_per_task"] == 1
         assert len(n["before"]) == len(n["after"]) == 3 and all(x >= 0 for x in n["before"] + n["after"])
     prov = json.loads((paths.dir / "provenance-rank1.json").read_text())["gpu_binding"]
     assert prov["gpu"] is None and prov["detail"] == "device is cpu" and prov["numa_nodes"] == [0]

@@ -1,9 +1,12 @@
-"""The throwaway 2-node Slurm: a full down/up cycle, idempotent both ways."""
+"""The throwaway Slurm of namespaced nodes (the suite's own): a full down/up cycle, idempotent both ways, that leaves
+nothing behind when down."""
 from __future__ import annotations
 
 import re
 
 import pytest
+
+from hpcbench.ops import nodes
 
 
 @pytest.mark.slurm
@@ -14,6 +17,7 @@ def test_down_up_cycle_is_idempotent(cli, slurm_cluster):
 
     down = cli("minicluster", "down")
     assert down.returncode == 0 and "stopped slurmctld" in down.stdout
+    assert nodes.leftovers(slurm_cluster) == []
     assert "already down" in cli("minicluster", "down").stdout
     status = cli("minicluster", "status")
     assert status.returncode == 1 and "minicluster down" in status.stdout
@@ -21,6 +25,7 @@ def test_down_up_cycle_is_idempotent(cli, slurm_cluster):
     up = cli("minicluster", "up", timeout=120)
     assert up.returncode == 0, up.stderr
     assert "started slurmctld" in up.stdout and "config: " in up.stdout and "logs: " in up.stdout
+    assert "2 slurmd, each in its own network namespace" in up.stdout
     pids = re.findall(r"pid (\d+)", up.stdout)
     again = cli("minicluster", "up")
     assert "already up" in again.stdout and re.findall(r"pid (\d+)", again.stdout) == pids

@@ -36,7 +36,7 @@ VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable
     ("data", "real data sets for the training workload (jobs never download)", node.args_data, node.cmd_data),
     ("doctor", "check this login node: Slurm, accounting, MPI plugins, modules, Python, shared run dir",
      node.args_doctor, node.cmd_doctor),
-    ("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)", node.args_minicluster,
+    ("minicluster", "start, stop, check or degrade a throwaway Slurm of namespaced nodes on this machine (root)", node.args_minicluster,
      node.cmd_minicluster),
     ("hunt", "find the slow node or link among many (pairs in rounds, compute probes) and write hunt.json for "
      "--exclude-nodes", node.args_hunt, node.cmd_hunt),

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from hpcbench.cli.common import Args, echo, profile_arg
+from hpcbench.errors import ConfigError
 
 
 def cmd_data(args: Args) -> int:
@@ -93,8 +94,15 @@ def cmd_minicluster(args: Args) -> int:
 
     root = Path(args.dir)
     rc = 0
-    if args.action in ("up", "down"):
-        lines = minicluster.up(root) if args.action == "up" else minicluster.down(root)
+    if args.action == "up":
+        lines = minicluster.up(root, args.nodes, args.link, args.restart)
+    elif args.action == "down":
+        lines = minicluster.down(root)
+    elif args.action in ("degrade", "restore"):
+        if not args.node:
+            raise ConfigError(f"minicluster {args.action} needs a node: hpcbench minicluster {args.action} node2 ...")
+        lines = (minicluster.degrade(root, args.node, args.link, args.cpu) if args.action == "degrade"
+                 else minicluster.restore(root, args.node))
     else:
         ok, lines = minicluster.status(root)
         rc = 0 if ok else 1
@@ -104,9 +112,18 @@ def cmd_minicluster(args: Args) -> int:
 
 
 def args_minicluster(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("up", "down", "status"))
-    default = "/var/tmp/hpcbench-minicluster"  # ops.minicluster.DEFAULT_DIR, without importing it for --help
-    p.add_argument("--dir", default=default, help=f"state, config and logs (default: {default})")
+    p.add_argument("action", choices=("up", "down", "status", "degrade", "restore"))
+    p.add_argument("node", nargs="?", help="degrade/restore: which node (node1, node2, ...)")
+    # ops.minicluster.DEFAULT_DIR, without importing it for --help
+    default = os.environ.get("HPCBENCH_MINICLUSTER_DIR", "/var/tmp/hpcbench-minicluster")
+    p.add_argument("--dir", default=default,
+                   help=f"state, config and logs (default: $HPCBENCH_MINICLUSTER_DIR or {default})")
+    p.add_argument("--nodes", type=int, default=2, help="up: how many nodes, 1 to 8 (default: 2)")
+    p.add_argument("--link", help="up: every node's link rate, e.g. 1gbit or 100mbit (default: unshaped); "
+                                  "degrade: the node's new rate")
+    p.add_argument("--cpu", type=float, help="degrade: the share of its CPU time the node keeps (0-1], a CFS quota")
+    p.add_argument("--restart", action="store_true",
+                   help="up: replace a running cluster of another shape (cancels every job on it)")
 
 
 def cmd_hunt(args: Args) -> int:

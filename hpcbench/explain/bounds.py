@@ -48,7 +48,9 @@ def peak(ctx: Context) -> tuple[links.Peak | None, str]:
     if p.kind == "collective" and unjudged(p, ctx.evidence):
         return None, ""
     hosts = ctx.hosts()
-    inter = len(hosts) > 1 or any(t.startswith("NET/") for t in ctx.transports("inter"))
+    spaces = {d.get("net_namespace") for d in ctx.provenance if d.get("net_namespace")}
+    # ranks in several network namespaces (the minicluster's nodes) talk over a link even on one host
+    inter = len(hosts) > 1 or len(spaces) > 1 or any(t.startswith("NET/") for t in ctx.transports("inter"))
     if p.device == "cpu" and not inter:
         return None, "all ranks on one host talk through loopback and shared memory: no link in the table"
     named = next((c.value() for c in ctx.evidence.all("instance")), None)

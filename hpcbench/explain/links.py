@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from hpcbench.figures.wire import rate_words
 from hpcbench.files import toml
 
 
@@ -118,8 +119,31 @@ def _fastest_nic(prov: list[dict[str, Any]]) -> tuple[int, str]:
     return (int(best["speed"]), str(best.get("name"))) if best else (0, "")
 
 
+def declared(prov: list[dict[str, Any]]) -> Peak | None:
+    """The slowest of the nodes' declared links (HPCBENCH_LINKS; the minicluster's shaped veths): what every
+    collective step waits for."""
+    found = [(float(d["link_declared"]["bits_per_second"]), d) for d in prov
+             if (d.get("link_declared") or {}).get("bits_per_second")]
+    if not found:
+        return None
+    bps, d = min(found, key=lambda x: x[0])
+    link = d["link_declared"]
+    node = d.get("slurm_node") or d.get("hostname")
+    return Peak(bps / 8e9, f"{link.get('interface', '?')} of {node}: {rate_words(bps)}, declared in "
+                f"{link.get('file', 'HPCBENCH_LINKS')}", None, str(link.get("source") or "declared"))
+
+
+def of_peak(top_busbw_gbps: float | None, peak: Peak | None) -> str:
+    """The largest size's busbw against the link's peak: the report's table row and explain's link-peak row."""
+    if peak is None or top_busbw_gbps is None:
+        return "peak unknown"
+    return f"{top_busbw_gbps / peak.gbps:.0%} of {peak.gbps:g} GB/s"
+
+
 def between_hosts(network: str | None, prov: list[dict[str, Any]], gpus_per_node: int) -> tuple[Peak | None, str]:
-    """The link between hosts: (peak, or None and why)."""
+    """The link between hosts: (peak, or None and why). A declared rate comes first, then what the hardware says."""
+    if (peak := declared(prov)) is not None:
+        return peak, ""
     if network in ("IB", "IBext", "RoCE") or (network or "").startswith("IBext"):
         ports = _ports(prov)
         if not ports:

@@ -7,6 +7,8 @@ import textwrap
 from typing import Any
 
 from hpcbench.explain import PointWhy
+from hpcbench.explain.links import of_peak
+from hpcbench.figures.aggregate import mean
 
 COLUMNS = ("point", "severity", "rule", "claim", "effect", "evidence", "fix")  # the keys of rows()
 
@@ -21,10 +23,19 @@ def rows(whys: list[PointWhy], everything: bool = True) -> list[dict[str, Any]]:
                         "effect": f.effect, "evidence": f.evidence, "fix": f.fix})
         if w.peak is not None or w.peak_why:
             out.append({"point": w.label, "severity": "info", "rule": "link-peak",
-                        "claim": f"peak {w.peak.gbps:g} GB/s ({w.peak.link})" if w.peak else
-                        f"peak unknown: {w.peak_why}", "effect": None, "evidence": w.peak.source if w.peak else None,
+                        "claim": f"peak {w.peak.gbps:g} GB/s ({w.peak.link}); largest size: "
+                        f"{of_peak(_top_busbw(w), w.peak)}" if w.peak else f"peak unknown: {w.peak_why}", "effect": None, "evidence": w.peak.source if w.peak else None,
                         "fix": None})
     return out
+
+
+def _top_busbw(w: PointWhy) -> float | None:
+    """The largest size's busbw, averaged over the repeats: the figure the report's table compares with the peak."""
+    rows = w.point.rows
+    if not rows:
+        return None
+    top = max(r.size_bytes for r in rows)
+    return mean([r.busbw_gbps for r in rows if r.size_bytes == top])
 
 
 def as_table(whys: list[PointWhy], width: int = 100) -> str:

@@ -16,6 +16,7 @@ from hpcbench import records
 from hpcbench.errors import ConfigError, HpcbenchError, NoSuchFile, SchemaError
 from hpcbench.figures.samples import Sample, from_record
 from hpcbench.figures.foreign import log_samples
+from hpcbench.figures.wire import host_names
 from hpcbench.rundir import PointPaths, RunDir
 
 if TYPE_CHECKING:
@@ -170,7 +171,9 @@ def run_samples(rd: RunDir, states: list[PointState] | None = None) -> list[Samp
         p, paths = st.point, rd.point(st.point)
         names = paths.listing()
         prov = _provenance(paths, names)
-        common: dict[str, Any] = {**p.params(), "env": p.env, "slurm": p.slurm, "state": st.state, "final": st.final,
+        # the machines by their kernels' boot ids: two namespaced "nodes" of one host are one host
+        machines = {"hosts": host_names(prov)} if host_names(prov) else {}
+        common: dict[str, Any] = {**machines, **p.params(), "env": p.env, "slurm": p.slurm, "state": st.state, "final": st.final,
                                   "logs": paths.logs(names),
                                   "provenance": prov, "cluster": cluster or _cluster(prov), "job_id": st.job_id,
                                   "reason": st.explained}

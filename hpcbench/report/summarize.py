@@ -25,7 +25,7 @@ from hpcbench.tabular import Table, format_table
 
 if TYPE_CHECKING:  # explain is imported when a report is made
     from hpcbench.explain import PointWhy
-    from hpcbench.report.tables_collectives import Peaks
+from hpcbench.report.tables_collectives import Peaks
 
 # The short table `hpcbench sweep --wait` prints when the run ends.
 TABLE_COLUMNS = ("framework", "backend", "model", "collective", "nodes", "ranks_per_node", "world_size", "state",
@@ -93,6 +93,7 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     from hpcbench.report.tables_scaling import (baseline_notes, comm_compute, disagreement, gpu_util, intra_inter,
                                                 placement)
     from hpcbench.report.tables_transport import transports
+    from hpcbench.report.tables_wire import wire_table
 
     refs = refs_mod.load(references) if references else None  # a bad file is an error before any work
     st = study(paths, cluster, baseline, inputs)
@@ -104,8 +105,8 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
-    tables = [intra, inter, *collective_tables(aggs, peaks_of(aggs, why)), trans, env, comm_compute(aggs), placement(aggs),
-              gpu]
+    tables = [intra, inter, *collective_tables(aggs, peaks_of(aggs, why)), trans, wire_table(aggs), env,
+              comm_compute(aggs), placement(aggs), gpu]
     regressions = 0
     if refs is not None:
         ref_table, regressions = refs_mod.check(refs, aggs)

@@ -63,10 +63,9 @@ def peak_of(peaks: Peaks | None, a: Agg) -> tuple[Peak | None, str]:
 
 def _of_peak(curve: Curve, peak: Peak | None) -> str:
     """The largest size's busbw against the peak of the slowest link the traffic crosses."""
-    top = curve[max(curve)][0] if curve else None
-    if peak is None or top is None:
-        return "peak unknown"
-    return f"{top / peak.gbps:.0%} of {peak.gbps:g} GB/s"
+    from hpcbench.explain.links import of_peak
+
+    return of_peak(curve[max(curve)][0] if curve else None, peak)
 
 
 def collective_table(aggs: list[Agg], collective: str, peaks: Peaks | None = None) -> Table:

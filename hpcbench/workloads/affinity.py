@@ -100,8 +100,34 @@ def requested_binding(environ: Mapping[str, str]) -> tuple[str, str, list[str]] 
     return "slurm", kind, lst
 
 
-def check_affinity(cpus: set[int], local_rank: int, environ: Mapping[str, str], topo: CpuTopology) -> dict[str, Any]:
-    """Does the affinity in effect match what the launcher was asked for? Returns the affinity block."""
+def cpuset_cpus(cgroup_root: Path = Path("/sys/fs/cgroup")) -> set[int] | None:
+    """The CPUs this process's cpuset cgroup allows (a container's, or a minicluster node's), None when unknown:
+    a binding can only take CPUs from these."""
+    try:
+        path = Path("/proc/self/cpuset").read_text().strip().lstrip("/")
+    except OSError:
+        return None
+    for f in (cgroup_root / "cpuset" / path / "cpuset.effective_cpus", cgroup_root / path / "cpuset.cpus.effective"):
+        text = read_sys(f)
+        if text:
+            return parse_cpu_list(text)
+    return None
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """'0-3,8' -> {0, 1, 2, 3, 8}."""
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        if lo.strip().isdigit():
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def check_affinity(cpus: set[int], local_rank: int, environ: Mapping[str, str], topo: CpuTopology,
+                   allowed: set[int] | None = None) -> dict[str, Any]:
+    """Does the affinity in effect match what the launcher was asked for? Returns the affinity block. ``allowed``:
+    the cpuset's CPUs, the most any binding can give (a socket binding in a 1-CPU cpuset is that CPU)."""
     req = requested_binding(environ)
     out: dict[str, Any] = {"cpus": sorted(cpus), "sockets": sorted({topo.socket[c] for c in cpus if c in topo.socket}),
                            "numa_nodes": sorted({topo.numa[c] for c in cpus if c in topo.numa}),
@@ -126,6 +152,8 @@ def check_affinity(cpus: set[int], local_rank: int, environ: Mapping[str, str], 
             out["detail"] = f"{len(cpus)} hardware thread(s) in effect for a {kind} binding"
             return out
         expected = topo.whole(cpus, unit)
+        if allowed and expected & allowed:
+            expected &= allowed
         # OpenMPI's --bind-to core|socket|numa gives each rank exactly one unit.
         if source == "openmpi" and topo.count(cpus, unit) != 1:
             out["matches"] = False

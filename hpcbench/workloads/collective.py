@@ -21,6 +21,7 @@ The kind's first name was "allreduce": point ids still hash that name (vocab.FIR
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -149,21 +150,24 @@ class Measurement:
     unsupported: str | None = None
 
 
-def _timed(comm: Comm, cfg: CollectiveConfig, call: Call, sync: Any) -> float:
-    """This rank's mean time per operation, in seconds."""
+def _timed(comm: Comm, cfg: CollectiveConfig, call: Call, sync: Any,
+           around: contextlib.AbstractContextManager[Any] | None = None) -> float:
+    """This rank's mean time per operation, in seconds; ``around`` wraps the timed loop (the byte counters)."""
     for _ in range(cfg.warmup_iters):
         call.run()
     comm.reduce(0.0, "sum")  # every rank starts the timed loop together
     sync()
-    t0 = time.perf_counter()
-    for _ in range(cfg.iters):
-        call.run()
-    sync()
-    return (time.perf_counter() - t0) / cfg.iters
+    with around or contextlib.nullcontext():
+        t0 = time.perf_counter()
+        for _ in range(cfg.iters):
+            call.run()
+        sync()
+        return (time.perf_counter() - t0) / cfg.iters
 
 
-def measure(comm: Comm, cfg: CollectiveConfig, device: Any, sync: Any) -> Measurement:
-    """Every size of ``cfg.collective``, out of place then in place; or why the library cannot run it."""
+def measure(comm: Comm, cfg: CollectiveConfig, device: Any, sync: Any, prov: Any = None) -> Measurement:
+    """Every size of ``cfg.collective``, out of place then in place; or why the library cannot run it. The byte
+    counters of ``prov`` are read around the largest size's in-place loop (the figure the tables report)."""
     torch, world, rank = comm.torch, comm.env.world_size, comm.env.rank
     dtype = getattr(torch, cfg.dtype)
     elsize = torch.empty(0, dtype=dtype).element_size()
@@ -186,7 +190,9 @@ def measure(comm: Comm, cfg: CollectiveConfig, device: Any, sync: Any) -> Measur
             used = min(top, world * count)
             a[:used].zero_()
             b[:used].zero_()
-            mine = _timed(comm, cfg, call, sync)
+            wire = prov.wire(cfg.iters, f"{cfg.collective} {size} B in place", size) \
+                if prov is not None and size == plan[-1][1] and mode == "in-place" else None
+            mine = _timed(comm, cfg, call, sync, wire)
             # every rank's last timed operation is over before any rank overwrites its input (a library may still
             # be sending from it): nccl-tests' Barrier before initData (src/common.cu:798)
             comm.reduce(0.0, "sum")
@@ -268,7 +274,7 @@ def run(cfg: CollectiveConfig, env: DistEnv) -> ResultRecord | None:
     started = utcnow()
     comm = Comm(cfg, env)
     try:
-        m = measure(comm, cfg, device, sync)
+        m = measure(comm, cfg, device, sync, prov)
         doc = prov.finish()
         me = rank_info(env)
         # the device properties have pci_bus_id; torch's type stubs do not say so

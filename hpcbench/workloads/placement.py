@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench.records import NodeLoad
-from hpcbench.workloads.affinity import CpuTopology, cpu_list
+from hpcbench.workloads.affinity import CpuTopology, cpu_list, cpuset_cpus
 from hpcbench.workloads.provenance import nvml_bus_id, sysfs_bus_id
 
 
@@ -120,9 +120,13 @@ class LoadProbe:
     def __init__(self, active: bool, sys_root: Path = Path("/sys")) -> None:
         self.entry: dict[str, Any] | None = None
         if active:
-            cores = {c for c in CpuTopology.read(sys_root).core.values()}
+            # a node confined to a cpuset (a container, a minicluster node with cores of its own) has those CPUs only
+            own = cpuset_cpus()
+            topo = CpuTopology.read(sys_root).core
+            cores = {c for cpu, c in topo.items() if not own or cpu in own}
             self.entry = {"host": socket.gethostname(), "slurm_node": os.environ.get("SLURMD_NODENAME"),
-                          "cpus": os.cpu_count(), "cores": len(cores) or None, "before": None, "after": None}
+                          "cpus": len(own) if own else os.cpu_count(), "cores": len(cores) or None, "before": None,
+                          "after": None}
 
     def __enter__(self) -> LoadProbe:  # noqa: PYI034
         if self.entry is not None:

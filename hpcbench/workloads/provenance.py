@@ -1,7 +1,8 @@
 """Per-rank provenance: where a rank ran, how it was bound, and with which software and hardware.
 
 ``collect()`` returns one ``hpcbench.provenance/2`` document; ``start()``/``finish()`` wrap a
-measurement so that InfiniBand port counters are read before and after it. Every probe is guarded:
+measurement so that InfiniBand port counters are read before and after it, and ``Recorder.wire()`` reads every
+network interface's byte counters before and after the timed steps (``wire``): the bytes that crossed each link. Every probe is guarded:
 a missing tool or file gives ``null`` and a reason under ``unavailable``, never an exception, so a
 provenance problem can never fail a measurement.
 
@@ -11,23 +12,26 @@ point's framework and backend are known) in transport.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
 import socket
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hpcbench import proc, records
 from hpcbench.vocab import ENV_AXES_VAR
-from hpcbench.workloads.affinity import CpuTopology, check_affinity, read_sys
+from hpcbench.workloads.affinity import CpuTopology, check_affinity, cpuset_cpus, read_sys
 
 ENV_PREFIXES = ("NCCL_", "HOROVOD_", "SLURM_", "CCL_", "GLOO_", "OMPI_MCA_")
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT")
 NET_TYPES = {1: "ethernet", 32: "infiniband", 772: "loopback"}  # ARPHRD_* in /sys/class/net/*/type
 _TIMEOUT_S = 20
+LINKS_VAR = "HPCBENCH_LINKS"  # a TOML file: [node] interface, bits_per_second, source (the minicluster writes one)
 
 
 def _run(argv: list[str]) -> str:
@@ -182,6 +186,43 @@ def ib_after(devices: list[dict[str, Any]], sys_root: Path = Path("/sys")) -> No
                 p[key] = (a - b) * 4 if a is not None and b is not None and a >= b else None
 
 
+def net_counters(sys_root: Path = Path("/sys")) -> dict[str, dict[str, int]]:
+    """Every interface's byte and packet counters now: {name: {tx_bytes, rx_bytes, tx_packets, rx_packets}}.
+    Inside a network namespace these are the namespace's own interfaces (the minicluster's eth0 is its veth)."""
+    root = sys_root / "class/net"
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} does not exist")
+    out = {}
+    for d in sorted(root.iterdir()):
+        vals = {k: read_sys(d / "statistics" / k) for k in ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets")}
+        out[d.name] = {k: int(v) for k, v in vals.items() if v and v.isdigit()}
+    return out
+
+
+def declared_link(environ: Mapping[str, str], node: str | None) -> dict[str, Any] | None:
+    """This node's entry in the links file named by HPCBENCH_LINKS (the minicluster writes one): its interface and
+    the rate it is shaped or rated to, with the source of that figure. None when no file is named."""
+    path = environ.get(LINKS_VAR)
+    if not path:
+        return None
+    from hpcbench.files import toml
+
+    table = toml(Path(path).read_text(encoding="utf-8"), path)
+    entry = table.get(node or socket.gethostname())
+    if not isinstance(entry, dict):
+        raise KeyError(f"{path} has no entry for node {node or socket.gethostname()!r}")
+    return {**entry, "file": path}
+
+
+def _boot_id() -> str:
+    """The kernel's identity: two 'nodes' with one boot id are one host, whatever their hostnames say."""
+    return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+
+
+def _net_namespace() -> str:
+    return os.readlink("/proc/self/ns/net")  # "net:[4026531840]": ranks of one namespace share its interfaces
+
+
 def _git_commit() -> str:
     repo = Path(__file__).resolve().parents[2]  # hpcbench/workloads/provenance.py -> the checkout
     if not (repo / ".git").exists():
@@ -219,7 +260,8 @@ def collect(rank: int = 0, local_rank: int = 0, *, environ: Mapping[str, str] | 
         "schema": records.tag(records.PROVENANCE),
         "rank": rank, "local_rank": local_rank, "hostname": socket.gethostname(),
         "slurm_node": environ.get("SLURMD_NODENAME"), "pid": os.getpid(),
-        "affinity": check_affinity(cpus, local_rank, environ, topo),
+        "boot_id": _probe(un, "boot_id", _boot_id), "net_namespace": _probe(un, "net_namespace", _net_namespace),
+        "affinity": check_affinity(cpus, local_rank, environ, topo, _probe(un, "cpuset", cpuset_cpus)),
         "gpus": _probe(un, "gpus", _gpus) or [],
         "driver": _probe(un, "driver", _driver),
         "cuda": caps.cuda_version,
@@ -231,6 +273,8 @@ def collect(rank: int = 0, local_rank: int = 0, *, environ: Mapping[str, str] | 
         },
         "nics": _probe(un, "nics", lambda: _nics(sys_root)) or [],
         "infiniband": {"devices": _probe(un, "infiniband", lambda: ib_devices(sys_root)) or []},
+        "link_declared": _probe(un, "link_declared", lambda: declared_link(environ, environ.get("SLURMD_NODENAME"))),
+        "wire": None,  # filled by Recorder.wire() around the timed steps
         "topology": _probe(un, "topology", lambda: _run(["nvidia-smi", "topo", "-m"])) if want_topo else None,
         "env": _env(environ),
         "git_commit": _probe(un, "git_commit", _git_commit),
@@ -259,6 +303,25 @@ class Recorder:
         """One more probe after start (the GPU pairing, once the device is chosen); written at finish."""
         self.doc[key] = _probe(self.doc["unavailable"], key, fn)
         return self.doc[key]
+
+    @contextlib.contextmanager
+    def wire(self, steps: int, what: str, size_bytes: int | None = None) -> Iterator[None]:
+        """Every interface's byte counters before and after the block (the timed steps): ``wire`` says how many
+        bytes each interface sent and received in it, in how many seconds and steps (of a collective: its size)."""
+        before = _probe(self.doc["unavailable"], "wire", lambda: net_counters(self.sys_root))
+        t0 = time.perf_counter()
+        yield
+        seconds = time.perf_counter() - t0
+        after = _probe(self.doc["unavailable"], "wire", lambda: net_counters(self.sys_root))
+        if before is None or after is None:
+            return
+        ifaces = []
+        for name, a in after.items():
+            b = before.get(name, {})
+            moved = {k: a[k] - b[k] for k in a if k in b and a[k] >= b[k]}
+            ifaces.append({"name": name, **moved})
+        self.doc["wire"] = {"what": what, "steps": steps, "seconds": seconds, "size_bytes": size_bytes,
+                            "interfaces": ifaces}
 
     def write(self) -> None:
         if self.path is not None:

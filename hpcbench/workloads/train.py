@@ -122,7 +122,8 @@ def _measure(cfg: TrainConfig, env: DistEnv, fw: Any, dev: tuple[Any, Any, int |
     waits: list[float] = []
     step = with_fault(cfg, env.rank, with_delay(cfg, env.rank, train_step(train_model, train_opt, data, info,
                                                                             loss_fn, waits)))
-    times = timed_steps(cfg.warmup_steps, cfg.steps, step, sync, _around(load, gpu), waits)
+    times = timed_steps(cfg.warmup_steps, cfg.steps, step, sync, _around(load, gpu, prov.wire(cfg.steps, "timed steps")),
+                        waits)
     timed = fw.allgather((times, waits))
     compute = None
     if compute_model is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from hpcbench.explain.context import Context, typical_compute
 from hpcbench.explain.inputs import Subject
+from hpcbench.figures.wire import machines
 from hpcbench.findings import Finding
 from hpcbench.parse.evidence import mask_cpus
 from hpcbench.records import NodeLoad
@@ -123,6 +124,18 @@ def one_host(ctx: Context) -> list[Finding]:
     p = ctx.point
     if not p.one_host_posing:
         return []
+    m = machines(ctx.provenance)
+    if m is not None and m.one_host_many_namespaces:
+        # the minicluster: one kernel (boot id), but each node its own network namespace and link
+        shaped = all((d.get("link_declared") or {}).get("bits_per_second") for d in ctx.provenance)
+        links = "the links are real and shaped" if shaped else "the links are real but unshaped (a veth moves " \
+            "bytes as fast as the CPUs copy them)"
+        nodes = len(next(iter(m.hosts.values())))
+        return [Finding(INFO if p.kind != "train" else WARNING, "one-host",
+                        f"{nodes} nodes in separate network namespaces of one host: {links}; compute is shared",
+                        "compare compute scaling on distinct hosts; the links here are what this measures",
+                        "provenance-rank*.json boot_id (one kernel) and net_namespace (one per node)",
+                        subject=ctx.name)]
     return [Finding(WARNING, "one-host", f"asked for {p.nodes} nodes, but its ranks ran on {len(p.hosts)} host "
                     f"({', '.join(p.hosts)}): they share its cores, memory and network stack, so this is not an "
                     "inter-node measurement", "run on distinct hosts (a real cluster, not the minicluster or the "
