@@ -172,3 +172,23 @@ def test_links_table_names_the_hardware_logs_name():
     # every row has its public source and the sentence that supports it
     assert all(e.get("source", "").startswith("https://") and e.get("quote") for e in links.table())
     assert "AMD Instinct MI300X" in read_log(LOGS / "nccltests_rccl-header-version-g8_75.log").evidence.gpus
+
+
+def test_a_jobs_err_file_is_not_blamed_for_the_out_files_rows(tmp_path):
+    """A point's evidence holds its .out and its .err: the rows of the .out, read by the .out's parse, are not
+    'could not read' for the .err's (which has none)."""
+    import shutil
+
+    from hpcbench.parse.api import read_log
+    from hpcbench.parse.checks import check_point
+    from hpcbench.parse.evidence import Evidence
+
+    out = shutil.copy(LOGS / "nccltests_5.log", tmp_path / "job-7.out")
+    err = tmp_path / "job-7.err"
+    err.write_text("srun: job 7 queued and waiting for resources\n")
+    logs = [read_log(out), read_log(err)]
+    ev = Evidence()
+    for log in logs:
+        ev.add(log.evidence)
+    found = check_point([log.facts for log in logs], None, "cpu", ev)
+    assert ev.all("row") and not [f for f in found if f.rule == "could-not-read"], found

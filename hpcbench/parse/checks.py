@@ -13,6 +13,7 @@ GPU-NIC distance, failure lines, data rows parse could not read. Each finding na
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from hpcbench.findings import Finding
@@ -180,7 +181,9 @@ def _rows_unread(parsed: dict[str, Any], ev: Evidence) -> list[Finding]:
     """nccl-tests data rows in the text that parse could not read: said with their line, never dropped."""
     tests = parsed.get("nccl_tests") or {}
     read = {r["size"] for r in tests.get("rows") or []}
-    missed = [c for c in ev.all("row") if int(c.groups[0] or -1) not in read]
+    # A point's evidence holds every log of its job (.out and .err): only this file's rows are this parse's to read.
+    name = Path(str(parsed.get("file") or "")).name
+    missed = [c for c in ev.all("row") if (not name or c.line.file == name) and int(c.groups[0] or -1) not in read]
     if not missed:
         return []
     c = missed[0]
