@@ -100,6 +100,10 @@ def test_real_hunt_of_the_two_nodes_and_a_sweep_that_keeps_off_an_excluded_node(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = list(csv.DictReader((run / "summary.csv").open()))
     assert len(rows) == 2 and all(r["state"] == "COMPLETED" and r["nodes_seen"] == "node1" for r in rows), rows
+    proc = cli("summarize", str(run), "--out", str(tmp_path / "report"), "--no-plots", "--no-history")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "nodes kept out of the jobs (--exclude-nodes)" in md and "run: node2 (from command line)" in md, md
     # a resubmit keeps the run's exclusion
     proc = cli("resubmit", str(run), "--state", "COMPLETED", "--backend", "sbatch", "--wait", "--poll", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -124,10 +124,24 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
         "collectives a library does not have (recorded by the ranks; not failures)": headlines.unsupported(aggs),
         "not measured (logs with no measurement: evidence for the transport table only)": headlines.not_measured(aggs),
         "references": [f"{regressions} reference check(s) failed"] if regressions else [],
+        "nodes kept out of the jobs (--exclude-nodes)": _excluded(inputs.run_dirs),
         "inferred from logs": inputs.notes,
     }
     return Report(inputs, aggs, base, tables, findings, why=why,
                   check_errors=sum(f.severity == "error" for f in check_findings), regressions=regressions)
+
+
+def _excluded(run_dirs: list[RunDir]) -> list[str]:
+    """Each run's excluded.json: which nodes its jobs were kept off, and why (a hunt's evidence)."""
+    from hpcbench.hunt.record import read_exclusion
+
+    out = []
+    for rd in run_dirs:
+        ex = read_exclusion(rd.excluded_json)
+        if ex is not None:
+            why = "; ".join(f"{node}: {reason}" for node, reason in ex.why)
+            out.append(f"{rd.root.name}: {', '.join(ex.nodes)} (from {ex.source}) - {why}")
+    return out
 
 
 def records_json(rows: list[dict[str, Any]]) -> str:
