@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from hpcbench.explain.keys import Profile
 
 from hpcbench.figures.aggregate import Agg, comm_within_noise, one_host_posing
 from hpcbench.records import AllreduceRow, ResultRecord
@@ -59,6 +63,8 @@ class Subject:
     record: ResultRecord | None
     provenance: tuple[dict[str, Any], ...]  # JSON documents, as the ranks wrote them
     logs: tuple[Log, ...]
+    # the cluster profile the run used, where it set a key its sweep did not: a fix names the profile's key
+    profile: Profile | None = None
 
     @property
     def one_host_posing(self) -> bool:
@@ -83,7 +89,29 @@ def subject(a: Agg) -> Subject:
         throughput_lo=a.throughput_lo, throughput_hi=a.throughput_hi, speedup=a.speedup, efficiency=a.efficiency,
         base_throughput=a.base_throughput, base_world_size=a.base_world_size,
         rows=tuple(r for x in a.samples for r in x.allreduce), record=s.record, provenance=tuple(s.provenance),
-        logs=tuple(a.logs()))
+        logs=tuple(a.logs()), profile=profile_of(p.source))
+
+
+@cache
+def profile_of(source: str) -> Profile | None:
+    """The cluster profile of the run directory ``source`` (its cluster.txt), with the keys it set that the run's
+    own sweep (sweep.toml) did not; None for a log or a run without a profile, or one that cannot be read."""
+    from hpcbench.errors import ConfigError
+    from hpcbench.files import toml
+    from hpcbench.rundir import RunDir
+
+    rd = RunDir(Path(source))
+    try:
+        path = Path(rd.cluster_ref.read_text().strip())
+        prof = toml(path.read_text(), path)
+        sweep = toml(rd.sweep_copy.read_text(), rd.sweep_copy) if rd.sweep_copy.is_file() else {}
+    except (OSError, ConfigError):  # not a run directory, or a profile moved since: the sweep's keys are named
+        return None
+    slurm = sweep.get("slurm") or {}
+    own = set(slurm) | ({"env"} if slurm.get("env") else set())
+    shown = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    return Profile(shown, frozenset(k for k in prof if k not in own and k != "env"),
+                   frozenset(k for k in prof.get("env") or {} if k not in (slurm.get("env") or {})))
 
 
 def subjects(points: Sequence[Agg]) -> list[Subject]:

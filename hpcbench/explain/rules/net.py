@@ -15,6 +15,10 @@ from hpcbench.vocab import INFO, WARNING
 
 # the line that shows each log check's finding
 _SHOWN_BY = {"socket-with-ib": ("socket", "ib_device"), "shm-not-p2p": ("shm",), "ib-without-gdrdma": ("ib_transport",)}
+# the NCCL variables each log check's fix is about: the keys its fix names
+_KEYS = {"socket-with-ib": ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"),
+         "shm-not-p2p": ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"), "ib-without-gdrdma": ("NCCL_NET_GDR_LEVEL",),
+         "no-nccl-lines": ("NCCL_DEBUG",), "nccl-warn": ("NCCL_DEBUG_SUBSYS",)}
 # NCCL variables that take a transport away, and what they cost when set
 _DISABLES = {"NCCL_P2P_DISABLE": ("1", "GPUs inside a node talk through host memory (SHM) instead of NVLink/PCIe P2P"),
              "NCCL_IB_DISABLE": ("1", "NCCL falls back to TCP sockets between nodes"),
@@ -32,7 +36,9 @@ def log_checks(ctx: Context) -> list[Finding]:
         cost = ctx.point.comm_fraction if f.rule == "socket-with-ib" else None
         effect = (f"communication is {ctx.point.comm_fraction:.0%} of the step; over IB it would be a fraction "
                   "of that" if cost else None)
-        out.append(Finding(f.severity, f.rule, f.claim, f.fix, "; ".join(lines) or f.subject, effect,
+        keys = ", ".join(ctx.key("env", v) for v in _KEYS.get(f.rule, ()))
+        fix = f"{f.fix} (keys: {keys})" if f.fix and keys else f.fix
+        out.append(Finding(f.severity, f.rule, f.claim, fix, "; ".join(lines) or f.subject, effect,
                            ctx.name, cost))
     return out
 
@@ -53,7 +59,8 @@ def env_disables(ctx: Context) -> list[Finding]:
         got, where = ctx.env(name)
         if got is not None and got.lower() == value.lower():
             out.append(Finding(WARNING, "nccl-env", f"{name}={got} is set: {what}",
-                               f"unset {name} unless this study is about it (then it is an axis, and fine)",
+                               f"unset {ctx.key('env', name)} unless this study is about it (then it is an axis, "
+                               f"[matrix.env] {name}, and fine)",
                                where, subject=ctx.name))
     return out
 
@@ -68,11 +75,11 @@ def unused_features(ctx: Context) -> list[Finding]:
         why = f" (NCCL_ALGO={algo})" if algo else ""
         out.append(Finding(INFO, "nvls-unused", f"NVLS multicast is available but no NVLS channel was used{why}",
                            "allreduce over NVLink SHARP reaches ~480 GB/s busbw on H100 against ~370 with Ring: "
-                           "check NCCL_NVLS_ENABLE and NCCL_ALGO", str(first["nvls_available"]), subject=ctx.name))
+                           f"check {ctx.key('env', 'NCCL_NVLS_ENABLE')} and {ctx.key('env', 'NCCL_ALGO')}", str(first["nvls_available"]), subject=ctx.name))
     collnet_used = any(n.get("collnet_used") for n in ctx.nccl) or "collnet_used" in first
     if "collnet_available" in first and not collnet_used:
         out.append(Finding(INFO, "collnet-unused", "CollNet (in-network reduction) is available but was not used",
-                           "check NCCL_COLLNET_ENABLE=1 and the SHARP plugin", str(first["collnet_available"]),
+                           f"set {ctx.key('env', 'NCCL_COLLNET_ENABLE')} = \"1\" and load the SHARP plugin", str(first["collnet_available"]),
                            subject=ctx.name))
     return out
 
