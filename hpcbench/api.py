@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pandas is imported when a frame is made, never at `import h
 
 PathLike = str | Path
 # The columns of Explanation.to_frame(), in order: one row per point x finding.
-EXPLAIN_COLUMNS = ("point", "rule", "severity", "claim", "evidence", "effect", "fix")
+EXPLAIN_COLUMNS = ("point", "rule", "severity", "claim", "evidence", "effect", "fix", "because")
 
 
 def _frame(samples: Iterable[Any]) -> pd.DataFrame:
@@ -95,7 +95,8 @@ class Explanation:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per point x finding, the rows of ``hpcbench explain`` (the link peak of a communication point
-        included): point, rule, severity, claim, evidence, effect, fix."""
+        included): point, rule, severity, claim, evidence, effect, fix, and ``because``: the root cause a symptom is
+        credited to (None for a cause)."""
         import pandas as pd
 
         from hpcbench.explain.render import rows

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hpcbench.explain import PointWhy
+from hpcbench.explain.causes import CAUSING
 from hpcbench.explain.summary import RunWhy, Said, short_labels, summarize
 from hpcbench.findings import Finding
 
@@ -174,13 +175,11 @@ def summary_markdown(whys: Sequence[PointWhy]) -> str:
 
 
 def as_markdown(whys: list[PointWhy], everything: bool = True) -> str:
-    """Each point's causes with their evidence and fix, the symptoms credited to each nested under it
-    (``everything``; else only what the run summary does not say)."""
-    run = summarize(whys)
+    """Each point's causes and caveats with their evidence and fix, the symptoms credited to each nested under it;
+    ``everything``: its informational findings too."""
     out = []
     for w in whys:
-        shown = [f for f in w.findings if everything or f in run.differs(w)]
-        shown = [f for f in shown if f.because is None or everything]
+        shown = [f for f in w.findings if everything or f.severity in CAUSING or f.because]
         if not shown:
             continue
         out.append(f"- **{w.label}**")
