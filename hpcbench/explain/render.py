@@ -61,7 +61,7 @@ def _explains(s: Said) -> str:
 def _wrap(text: str, width: int, indent: str, lines: int | None = 2) -> list[str]:
     if lines is not None:  # room for the words wrapping leaves at each line's end
         text = textwrap.shorten(text, (width - len(indent) - 12) * lines, placeholder=" …")
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ")
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
 
 
 def _cause_count(run: RunWhy) -> str:
