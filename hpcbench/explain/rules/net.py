@@ -15,10 +15,11 @@ from hpcbench.vocab import INFO, WARNING
 
 # the line that shows each log check's finding
 _SHOWN_BY = {"socket-with-ib": ("socket", "ib_device"), "shm-not-p2p": ("shm",), "ib-without-gdrdma": ("ib_transport",)}
-# the NCCL variables each log check's fix is about: the keys its fix names
-_KEYS = {"socket-with-ib": ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"),
-         "shm-not-p2p": ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"), "ib-without-gdrdma": ("NCCL_NET_GDR_LEVEL",),
-         "no-nccl-lines": ("NCCL_DEBUG",), "nccl-warn": ("NCCL_DEBUG_SUBSYS",)}
+# the NCCL variables each log check's fix is about, and how its fix names their keys
+_KEYS = {"socket-with-ib": ("keys:", ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"), ""),
+         "shm-not-p2p": ("keys:", ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"), ""),
+         "ib-without-gdrdma": ("key:", ("NCCL_NET_GDR_LEVEL",), ""), "no-nccl-lines": ("key:", ("NCCL_DEBUG",), ""),
+         "nccl-warn": ("for more of NCCL's reasons, set", ("NCCL_DEBUG_SUBSYS",), ' = "ALL"')}
 # NCCL variables that take a transport away, and what they cost when set
 _DISABLES = {"NCCL_P2P_DISABLE": ("1", "GPUs inside a node talk through host memory (SHM) instead of NVLink/PCIe P2P"),
              "NCCL_IB_DISABLE": ("1", "NCCL falls back to TCP sockets between nodes"),
@@ -36,8 +37,9 @@ def log_checks(ctx: Context) -> list[Finding]:
         cost = ctx.point.comm_fraction if f.rule == "socket-with-ib" else None
         effect = (f"communication is {ctx.point.comm_fraction:.0%} of the step; over IB it would be a fraction "
                   "of that" if cost else None)
-        keys = ", ".join(ctx.key("env", v) for v in _KEYS.get(f.rule, ()))
-        fix = f"{f.fix} (keys: {keys})" if f.fix and keys else f.fix
+        lead, names, value = _KEYS.get(f.rule, ("", (), ""))
+        keys = ", ".join(ctx.key("env", v) for v in names) + value
+        fix = f"{f.fix} ({lead} {keys})" if f.fix and names else f.fix
         out.append(Finding(f.severity, f.rule, f.claim, fix, "; ".join(lines) or f.subject, effect,
                            ctx.name, cost))
     return out
