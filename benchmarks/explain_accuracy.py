@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         chosen = [BY_NAME[n] for n in args.scenarios.split(",")]
     repeats = 1 if args.quick else args.repeats
+    import hpcbench.explain.summary  # noqa: F401  loaded now: the runs take minutes, and the code may change meanwhile
     if repeats < 1:
         print("error: --repeats must be 1 or more", file=sys.stderr)
         return 2

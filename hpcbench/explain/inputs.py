@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcbench.explain.keys import Profile
 
 from hpcbench.figures.aggregate import Agg, comm_within_noise, one_host_posing
+from hpcbench.figures.inputs import profile_of
 from hpcbench.records import AllreduceRow, ResultRecord
 
 if TYPE_CHECKING:  # the parser loads when a log is read
@@ -90,28 +89,6 @@ def subject(a: Agg) -> Subject:
         base_throughput=a.base_throughput, base_world_size=a.base_world_size,
         rows=tuple(r for x in a.samples for r in x.allreduce), record=s.record, provenance=tuple(s.provenance),
         logs=tuple(a.logs()), profile=profile_of(p.source))
-
-
-@cache
-def profile_of(source: str) -> Profile | None:
-    """The cluster profile of the run directory ``source`` (its cluster.txt), with the keys it set that the run's
-    own sweep (sweep.toml) did not; None for a log or a run without a profile, or one that cannot be read."""
-    from hpcbench.errors import ConfigError
-    from hpcbench.files import toml
-    from hpcbench.rundir import RunDir
-
-    rd = RunDir(Path(source))
-    try:
-        path = Path(rd.cluster_ref.read_text().strip())
-        prof = toml(path.read_text(), path)
-        sweep = toml(rd.sweep_copy.read_text(), rd.sweep_copy) if rd.sweep_copy.is_file() else {}
-    except (OSError, ConfigError):  # not a run directory, or a profile moved since: the sweep's keys are named
-        return None
-    slurm = sweep.get("slurm") or {}
-    own = set(slurm) | ({"env"} if slurm.get("env") else set())
-    shown = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
-    return Profile(shown, frozenset(k for k in prof if k not in own and k != "env"),
-                   frozenset(k for k in prof.get("env") or {} if k not in (slurm.get("env") or {})))
 
 
 def subjects(points: Sequence[Agg]) -> list[Subject]:

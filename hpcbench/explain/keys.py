@@ -8,9 +8,9 @@ reads the keys a fix names back (the tests check that each one exists).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from hpcbench.plan.cluster import PROFILE_KEYS
+from hpcbench.plan.cluster import Used as Profile
 from hpcbench.plan.fields import BY_NAME, SLURM_BY_NAME, SWEEP
 
 _SWEEP_KEYS = {s.name for s in SWEEP}
@@ -25,15 +25,6 @@ def section(name: str) -> str:
     if name in _SWEEP_KEYS:
         return "sweep"
     raise KeyError(f"{name!r} is no sweep key (plan/fields.py declares them)")
-
-
-@dataclass(frozen=True)
-class Profile:
-    """The cluster profile a run used: its file as shown, and the keys it sets (with its [env] names)."""
-
-    path: str
-    keys: frozenset[str]
-    env: frozenset[str]
 
 
 def key(name: str, profile: Profile | None = None, var: str | None = None) -> str:
