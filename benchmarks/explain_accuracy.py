@@ -112,12 +112,12 @@ def wrapper(root: Path) -> Path:
 
 
 def sweep_text(s: Scenario, name: str, work: Path) -> str:
-    slurm = [f'time = "00:05:00"', f"cpus_per_task = {s.cpus_per_task}", f'cpu_bind = "{s.cpu_bind}"',
+    slurm = ['time = "00:05:00"', f"cpus_per_task = {s.cpus_per_task}", f'cpu_bind = "{s.cpu_bind}"',
              "max_jobs_in_queue = 1"]
     if s.taskset:
         slurm.append(f'python = "{wrapper(work)}"')
-    data = [f'data = "mnist"', f'data_dir = "{work / "mnist"}"'] if s.mnist else []
-    slow = [f"slow_rank = 1", f"slow_ms = {s.slow_ms}"] if s.slow_ms else []
+    data = ['data = "mnist"', f'data_dir = "{work / "mnist"}"'] if s.mnist else []
+    slow = ["slow_rank = 1", f"slow_ms = {s.slow_ms}"] if s.slow_ms else []
     return "\n".join([
         *(['cluster = "minicluster"'] if s.backend == "sbatch" else []),
         "[sweep]", f'name = "{name}"',
@@ -276,7 +276,8 @@ def report(outcomes: list[Outcome], chosen: list[Scenario], repeats: int, total:
         print(f"false alarms on healthy controls: {fa}/{len(healthy)} = {fa / len(healthy):.0%}  (goal <= 5%)")
     print(f"busy host ('load', true where it appears, not a false alarm): {sum(o.loaded for o in outcomes)}"
           f"/{len(outcomes)} runs")
-    print(f"{len(outcomes)} runs ({len(chosen)} scenarios x {repeats})" + (f" in {total / 60:.1f} min" if total else ""))
+    took = f" in {total / 60:.1f} min" if total else ""
+    print(f"{len(outcomes)} runs ({len(chosen)} scenarios x {repeats}){took}")
     return 0
 
 

@@ -55,7 +55,8 @@ def _unmeasured(p: Subject, ctx: Context) -> PointWhy | None:
         return PointWhy(p, ranked(rules.run(ctx, logs_alone=True)))
     if p.state == UNSUPPORTED:  # the ranks recorded that their library has no such collective
         return PointWhy(p, [Finding(INFO, "unsupported", p.reason, "measure this collective with a library that "
-                                    f"has it: {ctx.key('backend')} (torch.distributed has every one of nccl-tests')", subject=p.label)])
+                                    f"has it: {ctx.key('backend')} (torch.distributed has every one of nccl-tests')",
+                                    subject=p.label)])
     if not p.ok:
         fix = _no_result_fix(p, ctx)
         return PointWhy(p, [Finding(ERROR, "no-result", f"{p.state}: {p.reason or 'no reason recorded'}", fix,

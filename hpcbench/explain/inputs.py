@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hpcbench.explain.keys import Profile
-
 from hpcbench.figures.aggregate import Agg, comm_within_noise, one_host_posing
 from hpcbench.figures.inputs import profile_of
 from hpcbench.records import AllreduceRow, ResultRecord

@@ -184,7 +184,7 @@ def as_markdown(whys: list[PointWhy], everything: bool = True) -> str:
             continue
         out.append(f"- **{w.label}**")
         for f in shown:
-            pad = "    " if f.because else ""
+            pad = "  " if f.because else ""
             effect = f" — {f.effect}" if f.effect and f.effect not in f.claim else ""
             under = f" (because of {f.because})" if f.because else ""
             out.append(f"{pad}  - {f.severity}: {f.rule}: {f.claim}{effect}{under}")

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from hpcbench import records
 from hpcbench.errors import ConfigError, HpcbenchError, NoSuchFile, SchemaError
-from hpcbench.figures.samples import Sample, from_record
 from hpcbench.figures.foreign import log_samples
+from hpcbench.figures.samples import Sample, from_record
 from hpcbench.plan.cluster import Used, used
 from hpcbench.rundir import PointPaths, RunDir
 

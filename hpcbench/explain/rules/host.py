@@ -122,7 +122,8 @@ def one_host(ctx: Context) -> list[Finding]:
         return []
     return [Finding(WARNING, "one-host", f"asked for {p.nodes} nodes, but its ranks ran on {len(p.hosts)} host "
                     f"({', '.join(p.hosts)}): they share its cores, memory and network stack, so this is not an "
-                    "inter-node measurement", "run on distinct hosts to measure between nodes (a real cluster, not the minicluster "
+                    "inter-node measurement",
+                    "run on distinct hosts to measure between nodes (a real cluster, not the minicluster "
                     f"nor the local backend); on this one, keep {ctx.key('nodes')} = [1] and vary "
                     f"{ctx.key('ranks_per_node')}", "result.json ranks[].hostname", subject=ctx.name)]
 
@@ -297,7 +298,8 @@ def input_pipeline(ctx: Context) -> list[Finding]:
         return []
     return [Finding(WARNING, "input", f"each step waits {share:.0%} of its time for its batch: the input pipeline "
                     "cannot keep up", f"measure the rest on synthetic data ({ctx.key('data')} = \"synthetic\"), "
-                    f"or put {ctx.key('data_dir')} on faster storage", "result.json input_fraction", f"about {share:.0%} of the step", ctx.name, share)]
+                    f"or put {ctx.key('data_dir')} on faster storage", "result.json input_fraction",
+                    f"about {share:.0%} of the step", ctx.name, share)]
 
 
 RULES = (binding, gpu_numa, one_host, oversubscribed, compute_growth, load, straggler, input_pipeline)

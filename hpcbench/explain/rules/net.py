@@ -77,11 +77,13 @@ def unused_features(ctx: Context) -> list[Finding]:
         why = f" (NCCL_ALGO={algo})" if algo else ""
         out.append(Finding(INFO, "nvls-unused", f"NVLS multicast is available but no NVLS channel was used{why}",
                            "allreduce over NVLink SHARP reaches ~480 GB/s busbw on H100 against ~370 with Ring: "
-                           f"check {ctx.key('env', 'NCCL_NVLS_ENABLE')} and {ctx.key('env', 'NCCL_ALGO')}", str(first["nvls_available"]), subject=ctx.name))
+                           f"check {ctx.key('env', 'NCCL_NVLS_ENABLE')} and {ctx.key('env', 'NCCL_ALGO')}",
+                           str(first["nvls_available"]), subject=ctx.name))
     collnet_used = any(n.get("collnet_used") for n in ctx.nccl) or "collnet_used" in first
     if "collnet_available" in first and not collnet_used:
         out.append(Finding(INFO, "collnet-unused", "CollNet (in-network reduction) is available but was not used",
-                           f"set {ctx.key('env', 'NCCL_COLLNET_ENABLE')} = \"1\" and load the SHARP plugin", str(first["collnet_available"]),
+                           f"set {ctx.key('env', 'NCCL_COLLNET_ENABLE')} = \"1\" and load the SHARP plugin",
+                           str(first["collnet_available"]),
                            subject=ctx.name))
     return out
 

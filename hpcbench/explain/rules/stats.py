@@ -34,8 +34,10 @@ def noisy_steps(ctx: Context) -> list[Finding]:
     if cv < NOISY_CV:
         return []
     return [Finding(WARNING, "noisy-steps", f"its step times vary by {cv:.0%} (coefficient of variation over "
-                    f"{len(times)} steps): the mean hides a wide spread", f"more {ctx.key('warmup_steps')}, whole nodes "
-                    f"({ctx.key('sbatch_args')} = [\"--exclusive\"]), or look at what else ran there", "result.json step_times_s", subject=ctx.name)]
+                    f"{len(times)} steps): the mean hides a wide spread",
+                    f"more {ctx.key('warmup_steps')}, whole nodes "
+                    f"({ctx.key('sbatch_args')} = [\"--exclusive\"]), or look at what else ran there",
+                    "result.json step_times_s", subject=ctx.name)]
 
 
 def within_noise_of_baseline(ctx: Context) -> list[Finding]:
@@ -48,7 +50,8 @@ def within_noise_of_baseline(ctx: Context) -> list[Finding]:
     if p.throughput_lo > base.throughput_hi or base.throughput_lo > p.throughput_hi:
         return []
     return [Finding(WARNING, "within-noise", f"its throughput interval overlaps its baseline's ({base.label}): "
-                    f"the speedup {p.speedup:.2f} is not distinguishable from no change", f"more {ctx.key('steps')} or {ctx.key('repeats')}",
+                    f"the speedup {p.speedup:.2f} is not distinguishable from no change",
+                    f"more {ctx.key('steps')} or {ctx.key('repeats')}",
                     "the samples/s (95% CI) of both points", subject=ctx.name)]
 
 
@@ -75,7 +78,8 @@ def communication(ctx: Context) -> list[Finding]:
     lo = max(p.comm_time_s - (p.comm_time_ci95_s or 0.0), 0.0)
     span = f" ({lo / p.step_time_s:.0%}–{min(hi / p.step_time_s, 1.0):.0%})" if p.step_time_s else ""
     return [Finding(WARNING, "comm-share", f"communication not hidden behind compute is {share:.0%} of the step"
-                    f"{span}", f"a faster transport ({ctx.key('backend')}), more work per exchange ({ctx.key('batch_size')}), "
+                    f"{span}",
+                    f"a faster transport ({ctx.key('backend')}), more work per exchange ({ctx.key('batch_size')}), "
                     "or gradient compression / fusion",
                     "comm_time_s = step - compute-only step (comm_method)", f"{share:.0%} of the step",
                     ctx.name, share if math.isfinite(share) else None)]
