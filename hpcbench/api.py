@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pandas is imported when a frame is made, never at `import h
     import pandas as pd
 
     from hpcbench.explain import PointWhy
+    from hpcbench.explain.summary import RunWhy
     from hpcbench.findings import Finding
 
 PathLike = str | Path
@@ -87,6 +88,14 @@ class Explanation:
     def findings(self) -> list[tuple[str, Finding]]:
         """(point label, finding) for every finding of every point."""
         return [(w.label, f) for w in self.points for f in w.findings]
+
+    @property
+    def run(self) -> RunWhy:
+        """What explains the run as a whole: its causes, each once with the points it touches, its caveats and the
+        findings many points share (what ``hpcbench explain`` prints first)."""
+        from hpcbench.explain.summary import summarize
+
+        return summarize(self.points)
 
     @property
     def failed(self) -> bool:

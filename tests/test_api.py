@@ -65,6 +65,7 @@ def test_explain_is_the_code_of_hpcbench_explain(cli):
     ours = {(r.point, r.rule, r.severity, r.claim) for r in df.itertuples() if r.rule != "link-peak"}
     assert ours == from_cli and len(df) == len(from_cli) + sum(d["peak_unknown"] is not None for d in doc["points"])
     assert why.failed == (proc.returncode == 1) and why.failed  # nccltests_11 has no result: an error
+    assert [s.rule for s in why.run.causes] == [c["rule"] for c in doc["run"]["causes"]]  # the run first, as printed
     table = cli("explain", *logs, "--all").stdout  # the full listing prints the same rows
     assert all(r.claim[:40] in table for r in df.itertuples())
     # the options are the CLI's, with its errors
