@@ -78,7 +78,7 @@ SCENARIOS = (
     Scenario("straggler+shared-cores", ("straggler", "shared-cores"), rpn=2, cpu_bind="none", slow_ms=150),
     Scenario("straggler+one-host", ("straggler", "one-host"), nodes=2, slow_ms=150),
     Scenario("oversubscribed+one-host", ("oversubscribed", "one-host"), nodes=2, rpn=2),
-    Scenario("input+straggler", ("input", "straggler"), rpn=2, mnist=True, batch_size=128, slow_ms=250),
+    Scenario("input+straggler", ("input", "straggler"), rpn=2, mnist=True, batch_size=128, slow_ms=80),
     Scenario("binding+input", ("binding", "input"), cpus_per_task=2, taskset=True, mnist=True, batch_size=128),
     Scenario("oversubscribed+straggler", ("oversubscribed", "straggler"), rpn=4, backend="local", slow_ms=150),
 )

@@ -341,7 +341,7 @@ def test_a_lagging_rank_that_shares_cores_unbound_is_credited_to_shared_cores(tm
     from hpcbench.explain import explain_paths
 
     unbound = [_prov(0, "h1", [0, 1]), _prov(1, "h1", [0, 1])]
-    shared = _run_with(tmp_path / "a", unbound, rank_compute_s=[0.3, 0.8])  # 2 threads on 2 CPUs: up to 2 x 0.3 s
+    shared = _run_with(tmp_path / "a", unbound, rank_compute_s=[0.3, 0.7])  # sharing explains up to 1.5 x 0.3 s
     assert shared["straggler"].because == "shared-cores" and shared["shared-cores"].because is None
     [w] = explain_paths([tmp_path / "a" / "run"])
     assert w.findings[0].rule == "shared-cores" and [f.rule for f in w.under(w.findings[0])][0] == "straggler"
