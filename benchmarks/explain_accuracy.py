@@ -98,14 +98,19 @@ def write_mnist(root: Path, n: int = 512) -> Path:
 
 
 def wrapper(root: Path) -> Path:
-    """An interpreter that moves itself off the CPUs its launcher bound it to (onto one it was not given, else onto
-    the first of its own), as a site's wrapper calling taskset would, then runs Python."""
+    """An interpreter that moves itself off the CPUs its launcher bound it to (onto one it was not given, where the
+    job's cpuset allows it, else onto the first of its own), as a site's wrapper calling taskset would, then runs
+    Python."""
     path = root / "python-taskset"
     path.write_text(f"#!{sys.executable}\n"
                     "import os, sys\n"
                     "mine = sorted(os.sched_getaffinity(0))\n"
-                    "other = [c for c in range(os.cpu_count() or 1) if c not in mine]\n"
-                    "os.sched_setaffinity(0, {other[0] if other else mine[0]})\n"
+                    "for cpu in [c for c in range(os.cpu_count() or 1) if c not in mine] + mine[:len(mine) > 1]:\n"
+                    "    try:\n"
+                    "        os.sched_setaffinity(0, {cpu})\n"
+                    "        break\n"
+                    "    except OSError:  # outside the job's cgroup cpuset\n"
+                    "        continue\n"
                     f"os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])\n")
     path.chmod(0o755)
     return path
@@ -267,13 +272,20 @@ def report(outcomes: list[Outcome], chosen: list[Scenario], repeats: int, total:
     print()
     print(confusion(outcomes))
     print()
-    if made:
+    lost = [o for o in outcomes if o.state != "COMPLETED"]
+    if made:  # a run the cluster lost counts as a miss here, and is said below
         print(f"top-1: {sum(o.top1 for o in made)}/{len(made)} = {sum(o.top1 for o in made) / len(made):.0%}"
               "  (goal >= 90%)")
         print(f"top-3: {sum(o.top3 for o in made)}/{len(made)} = {sum(o.top3 for o in made) / len(made):.0%}")
+        measured = [o for o in made if o.state == "COMPLETED"]
+        if lost and measured:
+            print(f"  of the measured runs only: top-1 {sum(o.top1 for o in measured)}/{len(measured)}, "
+                  f"top-3 {sum(o.top3 for o in measured)}/{len(measured)}")
     if healthy:
         fa = sum(o.false_alarm for o in healthy)
         print(f"false alarms on healthy controls: {fa}/{len(healthy)} = {fa / len(healthy):.0%}  (goal <= 5%)")
+    for o in lost:
+        print(f"no measurement: {o.scenario.name} r{o.repeat}: {o.state}: {o.error}")
     print(f"busy host ('load', true where it appears, not a false alarm): {sum(o.loaded for o in outcomes)}"
           f"/{len(outcomes)} runs")
     took = f" in {total / 60:.1f} min" if total else ""
