@@ -30,51 +30,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-
-BARE = r"""
-import os, sys, time, torch
-from hpcbench.workloads.models import MODELS, build_model
-model_name, batch, steps, warmup, threads, framework = sys.argv[1:7]
-batch, steps, warmup, threads = int(batch), int(steps), int(warmup), int(threads)
-torch.set_num_threads(threads)
-info = MODELS[model_name]
-torch.manual_seed(0)
-model = build_model(model_name)
-if framework == "ddp":
-    import torch.distributed as dist
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}", rank=0, world_size=1)
-    model = torch.nn.parallel.DistributedDataParallel(model)
-opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-loss_fn = torch.nn.CrossEntropyLoss()
-# The same synthetic batch as the workload's (made once, outside the loop, on both sides).
-from hpcbench.workloads.data import batches
-x, y = next(batches("synthetic", None, info, batch, 0, 1, torch.device("cpu")))
-from benchmarks.harness_overhead import bare_step
-step = bare_step(model, opt, loss_fn, info, x, y)
-for _ in range(warmup):
-    step()
-t0 = time.perf_counter()
-for _ in range(steps):
-    step()
-print(batch * steps / (time.perf_counter() - t0))
-"""
-
-
-def bare_step(model: Any, opt: Any, loss_fn: Any, info: Any, x: Any, y: Any) -> Any:
-    """The bare loop's step, for both comparisons: one fixed batch, no timing, no bookkeeping."""
-    def step() -> None:
-        opt.zero_grad()
-        out = model(x)
-        if info.tokens:
-            loss_fn(out.reshape(-1, info.num_classes), y.reshape(-1)).backward()
-        else:
-            loss_fn(out, y).backward()
-        opt.step()
-    return step
-
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -90,9 +47,11 @@ def _env(threads: int) -> dict[str, str]:
 
 
 def bare(args: argparse.Namespace) -> float:
-    out = subprocess.run([sys.executable, "-c", BARE, args.model, str(args.batch), str(args.steps),
-                          str(args.warmup), str(args.threads), args.framework],
-                         capture_output=True, text=True, env=_env(args.threads), check=True)
+    """The bare loop (hpcbench/workloads/bare.py) in a fresh process, as the workload runs in one."""
+    out = subprocess.run([sys.executable, "-m", "hpcbench.workloads.bare", "--model", args.model, "--batch",
+                          str(args.batch), "--steps", str(args.steps), "--warmup", str(args.warmup), "--threads",
+                          str(args.threads), "--framework", args.framework, "--backend", "gloo"],
+                         capture_output=True, text=True, env=_env(args.threads), cwd=REPO, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -135,6 +94,7 @@ def in_process(args: argparse.Namespace, block: int = 10) -> tuple[float, float,
 
     import torch
 
+    from hpcbench.workloads.bare import bare_step
     from hpcbench.workloads.data import batches
     from hpcbench.workloads.gpumon import GpuSampler
     from hpcbench.workloads.models import MODELS, build_model

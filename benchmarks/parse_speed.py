@@ -33,6 +33,7 @@ import json
 import multiprocessing
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -136,6 +137,85 @@ def generate(path: Path, size: int, seed: int = 1, nodes: int = NODES) -> int:
             comm += 1
             if comm == 3:
                 f.write(_table())
+    return path.stat().st_size
+
+
+LOGS = REPO / "tests" / "data" / "logs"
+_PLAIN_LINE = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] NCCL INFO (.+)")
+_EDGE_MSG = re.compile(r"(Channel|Ring) \d+(?:/\d+)? : \d+(?:\[[^\]]*\])? -> \d+(?:\[[^\]]*\])?((?: \[(?:send|receive)\])? via .+)")
+_INIT_MSG = re.compile(r"(.*?comm )0x[0-9a-fA-F]+( rank )\d+( nranks )\d+(.*)")
+_TAG = re.compile(r"^\[\d+(?:,\d+)?\]<std(?:out|err)>:")
+_NOT_A_PRINT = re.compile(r"[\w.-]+:\d+:\d+ |NCCL|^\s*$")  # an NCCL line (any release) or a blank one
+
+
+def corpus_lines() -> tuple[list[str], list[str], list[str], list[str]]:
+    """From the real logs of tests/data/logs: the messages of their plain NCCL INFO lines, as edges ("via"),
+    init lines and the rest; and the training prints of their DDP and Horovod logs (Horovod's "Iter #3:
+    601.7 img/sec per GPU", "Running benchmark...", torchrun's notices, ...)."""
+    from hpcbench.parse.prefixes import continues
+
+    edges, inits, rest, prints = set(), set(), set(), set()
+    for f in sorted(LOGS.glob("*.log")):
+        raw = f.read_text(encoding="utf-8", errors="replace").splitlines()
+        for k, line in enumerate(raw):
+            if k and continues(raw[k - 1], line, len(raw[k - 2]) if k > 1 else 0):
+                continue  # the rest of a hard-wrapped line (ddp_7.log), not a print
+            line = _TAG.sub("", line.strip()).strip()
+            if (m := _PLAIN_LINE.fullmatch(line)) is not None:
+                msg = m.group(1)
+                if _NOT_A_PRINT.match(msg) or "NCCL " in msg:
+                    continue  # another rank's line glued on, "NCCL version": printed once, not per communicator
+                (edges if _EDGE_MSG.fullmatch(msg) else inits if _INIT_MSG.fullmatch(msg) else rest).add(msg)
+            elif f.name.startswith(("ddp_", "horovod_")) and len(line) <= 120 and line.isascii() and not _NOT_A_PRINT.search(line):
+                prints.add(line)
+    return sorted(edges), sorted(inits), sorted(rest), sorted(prints)
+
+
+def _real_block(rank: int, n: int, pid: int, rng: random.Random, real: tuple[list[str], list[str], list[str]]) -> str:
+    """One rank's lines for one communicator of ``n`` ranks, made of real messages: a dozen of the corpus's
+    other messages, one of its init lines and 16 of its edge lines, with this rank's host, rank, peer and
+    comm pointer put in ('{tid}' is filled per communicator)."""
+    edges, inits, rest = real
+    node, dev = divmod(rank, GPUS)
+    nxt = (rank + 1) % n
+    p = f"gpu-node-{node:03d}:{pid}:{{tid}} [{dev}] NCCL INFO "
+    lines = [p + m for m in rng.sample(rest, 12)]
+    a, b, c, d = _INIT_MSG.fullmatch(rng.choice(inits)).groups()  # type: ignore[union-attr]
+    lines.append(f"{p}{a}0x55d0{rank:04x}{{tid}}{b}{rank}{c}{n}{d}")
+    for ch in range(CHANNELS):
+        kind, via = _EDGE_MSG.fullmatch(edges[(rank * CHANNELS + ch) % len(edges)]).groups()  # type: ignore[union-attr]
+        lines.append(f"{p}{kind} {ch:02d}/0 : {rank}[{dev}] -> {nxt}[{nxt % GPUS}]{via}")
+    return "\n".join(lines)
+
+
+def interleaved(path: Path, size: int, seed: int = 1, nodes: int = NODES, share: float = 0.007) -> int:
+    """The log of a job of ``nodes`` x 8 ranks, at least ``size`` bytes, from real lines (corpus_lines): each
+    communicator's NCCL lines, ranks of one node together and nodes interleaved, with the training's own
+    prints after ``share`` of the lines, as a job's stdout mixes them; at the end, hpcbench's own summary
+    line, as a point's job log ends (workloads/summary.py)."""
+    from hpcbench.workloads import summary
+
+    rng = random.Random(seed)
+    edges, inits, rest, prints = corpus_lines()
+    n = nodes * GPUS
+    pids = [rng.randint(1000, 4_000_000) for _ in range(n)]
+    blocks = [_real_block(r, n, pids[r], rng, (edges, inits, rest)) for r in range(n)]
+    written = 0
+    with open(path, "w") as f:
+        while written < size:
+            tid = str(rng.randint(100_000, 999_999))
+            order = list(range(n))
+            rng.shuffle(order)
+            lines = "\n".join(blocks[r] for r in order).replace("{tid}", tid).split("\n")
+            out = []
+            for line in lines:
+                out.append(line)
+                if rng.random() < share:
+                    out.append(rng.choice(prints))
+            text = "\n".join(out) + "\n"
+            f.write(text)
+            written += len(text)
+        f.write(summary.lines(f"hvd-gloo-resnet50-b32-n{nodes}x{GPUS}", summary.train(61234.5, 0.535, n), {})[0] + "\n")
     return path.stat().st_size
 
 
@@ -245,6 +325,11 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--floor", action="store_true", help="also time the passes an exact reader needs")
     ap.add_argument("--floor-of", help=argparse.SUPPRESS)  # the child that times them on this log
+    ap.add_argument("--log", choices=("synthetic", "interleaved"), default="synthetic",
+                    help="synthetic: the 1024-rank log above; interleaved: real NCCL lines of tests/data/logs "
+                         "expanded to 1024 ranks, with real training prints after --prints of the lines")
+    ap.add_argument("--prints", type=float, default=0.007, help="with --log interleaved: the share of lines "
+                    "followed by a training print (default 0.007)")
     args = ap.parse_args()
     if args.floor_of:
         print(json.dumps(_floor_passes(Path(args.floor_of))))
@@ -255,7 +340,8 @@ def main() -> None:
         t0 = time.perf_counter()
         # in a child process: this one stays small, and so do the parsers forked from it (a forked
         # child's ru_maxrss counts the memory it had before exec)
-        gen = multiprocessing.get_context("fork").Process(target=generate, args=(log, args.size_mb << 20))
+        make, more = (generate, ()) if args.log == "synthetic" else (interleaved, (1, NODES, args.prints))
+        gen = multiprocessing.get_context("fork").Process(target=make, args=(log, args.size_mb << 20, *more))
         gen.start()
         gen.join()
         size = log.stat().st_size

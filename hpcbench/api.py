@@ -121,8 +121,8 @@ def explain(*paths: PathLike, allreduce: PathLike | None = None, baseline: str =
     """Why each point of runs and logs scales as it does: the code of ``hpcbench explain PATH...``.
 
     ``allreduce``: an nccl-tests or hpcbench all_reduce log, the curve the scaling model uses where a run has no
-    all_reduce point of the same placement (``--allreduce``); ``baseline``: auto, single-gpu, single-node or
-    no-framework (``--baseline``); ``cluster``: the cluster all the logs come from (``--cluster``).
+    all_reduce point of the same placement (``--allreduce``); ``baseline``: one of vocab.BASELINES
+    (``--baseline``); ``cluster``: the cluster all the logs come from (``--cluster``).
     """
     from hpcbench.explain import explain_paths
 

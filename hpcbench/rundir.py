@@ -4,7 +4,9 @@
       sweep.toml          the sweep file as it was read
       sweep_path.txt      where that file was (relative paths in it are relative to its folder)
       cluster.txt         the path of the cluster profile file the sweep used, if any
-      plan.json           the expanded points (hpcbench.plan/2; /1 is read too)
+      plan.json           the expanded points (hpcbench.plan/2; /1 is read too), the cluster profile's name,
+                          and dry_run = true when `hpcbench plan` (sweep --dry-run) made it
+      excluded.json       nodes kept out of its jobs (--exclude-nodes) and why (hpcbench.excluded/1)
       ledger.jsonl        one line per event (hpcbench.ledger/1): submitting (the intent, written before
                           sbatch), submitted, submit_failed, submit_lost, finished (a point run before
                           submit returned), ended (the scheduler's word on a job it says is over, kept by
@@ -24,7 +26,7 @@
         error-rank<N>.json  hpcbench.error/1, from each failing rank
         timeline.json     Horovod timeline (workload.timeline = true)
         checkpoint.pt     model + optimizer state from rank 0 (workload.checkpoint = true)
-        provenance-rank<N>.json  hpcbench.provenance/1, from each rank (host, binding, versions, counters)
+        provenance-rank<N>.json  hpcbench.provenance/2, from each rank (host, binding, versions, counters)
         submitit/         submitit's own folder, when that backend is used
 """
 
@@ -168,6 +170,7 @@ class RunDir:
     # The cluster profile file the sweep used (its absolute path), so resubmit renders with it again.
     cluster_ref = property(lambda self: self.root / "cluster.txt")
     plan_json = property(lambda self: self.root / "plan.json")
+    excluded_json = property(lambda self: self.root / "excluded.json")  # nodes kept out (--exclude-nodes), and why
     ledger = property(lambda self: self.root / "ledger.jsonl")
     summary_csv = property(lambda self: self.root / "summary.csv")
     report_dir = property(lambda self: self.root / "report")  # summarize's default --out
@@ -221,7 +224,11 @@ class RunDir:
         return path
 
     @classmethod
-    def create(cls, root: Path, sweep_text: str, sweep_name: str, points: list[Point]) -> RunDir:
+    def create(cls, root: Path, sweep_text: str, sweep_name: str, points: list[Point], cluster: str | None = None,
+               dry_run: bool = False, order: dict[str, Any] | None = None) -> RunDir:
+        """A new run directory; ``points`` in the order they are submitted, ``order`` says how that was drawn.
+        ``cluster``: the profile's name (history and references name the cluster by it); ``dry_run``: made by
+        `hpcbench plan`, to be read but not summarized until a sweep submits it."""
         rd = cls(root)
         if rd.plan_json.exists():
             raise ConfigError(
@@ -237,7 +244,8 @@ class RunDir:
             rd.point(p).dir.mkdir(exist_ok=True)
             write_new(rd.point(p).point_json, json.dumps(d, indent=None) + "\n")
         doc = {"schema": records.tag(records.PLAN), "sweep": sweep_name, "created_at": utcnow(),
-               "run_id": uuid.uuid4().hex[:12], "points": dicts}
+               "run_id": uuid.uuid4().hex[:12], **({"cluster": cluster} if cluster else {}),
+               **({"dry_run": True} if dry_run else {}), **({"order": order} if order else {}), "points": dicts}
         # One point per line: readable, and json's C encoder (indent= falls back to pure Python).
         head = json.dumps({k: v for k, v in doc.items() if k != "points"})[:-1]
         body = ",\n  ".join(json.dumps(d) for d in dicts)
@@ -269,6 +277,21 @@ class RunDir:
 
     def sweep_name(self) -> str:
         return str(self.plan_doc.get("sweep", self.root.name))
+
+    def cluster_name(self) -> str | None:
+        """The name of the cluster profile the sweep used; for a run older than plan.json's key, its file's stem
+        (cluster.txt); None without a named profile."""
+        name = self.plan_doc.get("cluster")
+        if name:
+            return str(name)
+        try:
+            return Path(self.cluster_ref.read_text(encoding="utf-8").strip()).stem or None
+        except OSError:
+            return None
+
+    def dry_run(self) -> bool:
+        """Made by `hpcbench plan` and never submitted since (a sweep given its --run-dir makes it a run)."""
+        return bool(self.plan_doc.get("dry_run")) and not self.submissions()
 
     def run_id(self) -> str:
         """Random id of this run, put in every job's --comment so a re-run can find jobs it never recorded."""

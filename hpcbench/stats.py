@@ -81,3 +81,28 @@ def welch(m1: float, se1: float, df1: float, m2: float, se2: float, df2: float) 
     t = (m1 - m2) / math.sqrt(v1 + v2)
     df = (v1 + v2) ** 2 / ((v1 * v1 / df1 if df1 > 0 else 0.0) + (v2 * v2 / df2 if df2 > 0 else 0.0) or 1e-300)
     return t, df, t_two_sided_p(t, df)
+
+
+def overlap(lo1: float | None, hi1: float | None, lo2: float | None, hi2: float | None) -> bool:
+    """Whether two 95% intervals share a value; an interval that is not known overlaps everything (nothing can be
+    told apart without one)."""
+    if None in (lo1, hi1, lo2, hi2):
+        return True
+    return not (lo1 > hi2 or lo2 > hi1)  # type: ignore[operator]  # None ruled out above
+
+
+def ratio_interval(x: float, x_lo: float | None, x_hi: float | None,
+                   y: float, y_lo: float | None, y_hi: float | None) -> tuple[float | None, float | None]:
+    """The 95% interval of x / y from the independent 95% intervals of x and y (all positive): the half-widths of
+    their logarithms add in quadrature, so the result is asymmetric, never below zero, and unbounded above where
+    x's upper end or y's lower end is (y_lo = 0). (None, None) where either interval is not known."""
+    if None in (x_lo, x_hi, y_lo, y_hi) or x <= 0 or y <= 0:
+        return None, None
+
+    def log_width(near: float, far: float) -> float:  # ln(far / near) for far >= near, inf where near is 0
+        return math.inf if near <= 0 or math.isinf(far) else math.log(far / near)
+
+    down = math.hypot(log_width(x_lo, x), log_width(y, y_hi))  # type: ignore[arg-type]  # checked above
+    up = math.hypot(log_width(x, x_hi), log_width(y_lo, y))  # type: ignore[arg-type]
+    r = x / y
+    return r * math.exp(-down), (math.inf if math.isinf(up) else r * math.exp(up))

@@ -20,6 +20,10 @@ RENAMED = {old: new for new, old in FIRST_NAMES.items()}
 DEVICES = ("cpu", "cuda")
 LAUNCHERS = ("srun", "mpirun", "horovodrun", "torchrun")
 CPU_BINDS = ("sockets", "cores", "none")
+# What speedup is measured against (figures/baseline.py; summarize and explain --baseline).
+BASELINES = ("auto", "per-backend", "single-gpu", "single-node", "no-framework")
+# The order a sweep's points are submitted in (plan/expand.run_order): shuffled by a seed, or as declared.
+ORDERS = ("shuffled", "declared")
 # How a GPU point puts each rank on the socket of its GPU: Slurm's block distribution (mpirun: ranks numbered
 # in blocks per socket), Slurm's own GPU binding (srun only), or neither.
 GPU_BINDS = ("block", "closest", "none")

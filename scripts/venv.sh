@@ -7,11 +7,16 @@ VENV=$(realpath -m "${HPCBENCH_VENV:-.venv}")
 TORCH_PINS="torch==2.14.1 torchvision==0.29.1"
 stamp_want="$(cat setup.cfg scripts/venv.sh | sha256sum | cut -c1-16)"
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.hpcbench-stamp" 2>/dev/null)" != "$stamp_want" ]; then
-    echo "== creating $VENV (torch is large: this takes a minute or two the first time)"
+    echo "== creating $VENV, once: torch and its CUDA libraries are a 6 GB install, so this first run takes about"
+    echo "   3 minutes on an idle 2-core machine (longer on a busy one); later runs reuse $VENV and start at once"
     "$HPCBENCH_PY" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+    # pip's output is shown when it fails: on success it is only the build backend's notes (an editable
+    # install's "Editable installation." advice), which say nothing to a user of the demo.
     # shellcheck disable=SC2086  # one word per pin
-    "$VENV/bin/python" -m pip install -q $TORCH_PINS -e ".[test,plots]" 2>&1 | grep -v "^WARNING: Location" || true
+    if ! out=$("$VENV/bin/python" -m pip install -q $TORCH_PINS -e ".[test]" 2>&1); then
+        echo "$out" | grep -v "^WARNING: Location" >&2
+    fi
     "$VENV/bin/python" -c "import torch, torchvision, hpcbench" \
         || { echo "error: $VENV is incomplete; see the pip output above" >&2; exit 2; }
     echo "$stamp_want" > "$VENV/.hpcbench-stamp"

@@ -150,7 +150,7 @@ ranks_per_node = [1]
         assert [d["rank"] for d in provs] == [0, 1] and rec.provenance == [f.name for f in paths.provenances()]
         assert sorted(d["slurm_node"] for d in provs) == ["node1", "node2"]
         for d in provs:
-            assert d["schema"] == "hpcbench.provenance/1" and d["affinity"]["cpus"]
+            assert d["schema"] == "hpcbench.provenance/2" and d["affinity"]["cpus"]
             assert d["affinity"]["matches"] is True, d["affinity"]
             assert d["affinity"]["requested"].startswith("slurm mask_cpu")  # srun, --mpi=pmix for Horovod-mpi
             assert d["finished_at"] >= d["started_at"]

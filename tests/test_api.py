@@ -53,7 +53,7 @@ def test_load_logs_gives_the_columns_of_load(tmp_path):
 
 
 def test_explain_is_the_code_of_hpcbench_explain(cli):
-    logs = [str(LOGS / "nccl_shm-socket-mixedchanfmt_32.log"), str(LOGS / "nccltests_11.log")]
+    logs = [str(LOGS / "nccl_shm-socket-mixedchanfmt_32.log"), str(LOGS / "nccl_trainer-role-prefix-ifname_72.log")]
     why = hpcbench.explain(*logs)
     assert isinstance(why, hpcbench.Explanation) and len(why) == 2
     assert all(isinstance(w, PointWhy) for w in why) and all(isinstance(f, Finding) for _, f in why.findings)
@@ -64,7 +64,7 @@ def test_explain_is_the_code_of_hpcbench_explain(cli):
     from_cli = {(d["point"], f["rule"], f["severity"], f["claim"]) for d in doc["points"] for f in d["findings"]}
     ours = {(r.point, r.rule, r.severity, r.claim) for r in df.itertuples() if r.rule != "link-peak"}
     assert ours == from_cli and len(df) == len(from_cli) + sum(d["peak_unknown"] is not None for d in doc["points"])
-    assert why.failed == (proc.returncode == 1) and why.failed  # nccltests_11 has no result: an error
+    assert why.failed == (proc.returncode == 1) and why.failed  # the trainer log failed with ncclInternalError
     assert [s.rule for s in why.run.causes] == [c["rule"] for c in doc["run"]["causes"]]  # the run first, as printed
     table = cli("explain", *logs, "--all").stdout  # the full listing prints the same rows
     assert all(r.claim[:40] in table for r in df.itertuples())

@@ -363,11 +363,11 @@ def test_pack_passes_env_per_step_and_refuses_per_point_settings(tmp_path):
         render_pack(spec, RunDir.create(tmp_path / "run2", "", "x", expand(spec)), 1, expand(spec), "/py")
 
 
-def test_the_readme_sweep_example_plans():
+def test_the_documented_sweep_example_plans():
     from conftest import REPO
 
-    text = (REPO / "README.md").read_text()
-    start = text.index("```toml\n", text.index("## Sweep files")) + len("```toml\n")
+    text = (REPO / "docs" / "howto" / "sweeps.md").read_text()
+    start = text.index("```toml\n") + len("```toml\n")
     points = plan(text[start:text.index("```", start)])
     assert {dict(p.job)["time"] for p in points} == {"00:10:00", "00:20:00", "00:40:00"}
     assert {dict(p.env)["NCCL_ALGO"] for p in points} == {"Ring", "Tree"} and len(points) == 4 * 3 * 3 * 2 - 2 * 2
@@ -382,4 +382,4 @@ def test_shipped_ib_vs_tcp_plans():
     assert {(p.nodes, p.gpus_per_node) for p in points} == {(1, 8), (2, 8)}
     assert all(re.fullmatch(r"nccl-resnet50-b64-n[12]x8-NCCL_IB_DISABLE[01]", p.label) for p in points)
     assert len({p.id for p in points}) == len(points) == 4
-    assert Path(REPO / "README.md").read_text().count("ib_vs_tcp.toml") >= 1
+    assert Path(REPO / "docs" / "howto" / "sweeps.md").read_text().count("ib_vs_tcp.toml") >= 1

@@ -58,12 +58,15 @@ def test_existing_run_dir_takes_the_same_sweep_only(cli, tmp_path):
 
 
 def test_summarize_csv_format_and_bad_dir(cli, tmp_path):
-    assert cli("plan", "sweeps/local.toml", "--run-dir", str(tmp_path / "r")).returncode == 0
+    from report_helpers import make_run, point
+
+    # two points whose jobs left nothing behind: rows with their state and reason, never dropped
+    make_run(tmp_path / "r", [(point(), None), (point(rpn=2), None)])
     out = cli("summarize", str(tmp_path / "r"), "--format", "csv")
     assert out.returncode == 0
     lines = out.stdout.splitlines()
     assert lines[0].startswith("point_id,label,backend") and len(lines) == 3
-    assert all(",NOT_SUBMITTED," in l for l in lines[1:])
+    assert all(",MISSING," in l for l in lines[1:]), lines
     assert cli("summarize", str(tmp_path / "r"), "--strict").returncode == 1
     # The folder holding the run: the run is read as a run (its own .txt files are not foreign logs),
     # beside a loose log of someone else's.
@@ -71,10 +74,14 @@ def test_summarize_csv_format_and_bad_dir(cli, tmp_path):
     both = cli("summarize", str(tmp_path), "--format", "csv", "--out", str(tmp_path / "report"))
     assert both.returncode == 0, both.stderr
     rows = both.stdout.splitlines()[1:]
-    assert len(rows) == 3 and sum(",NOT_SUBMITTED," in r for r in rows) == 2 and "theirs.log" in rows[2]
+    assert len(rows) == 3 and sum(",MISSING," in r for r in rows) == 2 and "theirs.log" in rows[2]
     (tmp_path / "empty").mkdir()
     bad = cli("summarize", str(tmp_path / "empty"))
     assert bad.returncode == 2 and "not an hpcbench run directory" in bad.stderr
+    # a planned run is a dry run: said in one line (tests/test_dry_run.py), not a row per point
+    assert cli("plan", "sweeps/local.toml", "--run-dir", str(tmp_path / "p")).returncode == 0
+    dry = cli("summarize", str(tmp_path / "p"), "--format", "csv")
+    assert dry.returncode == 2 and "a dry run ('hpcbench plan')" in dry.stderr and dry.stdout == ""
 
 
 def test_auto_backend_runs_locally_without_sbatch(cli, tmp_path):

@@ -3,6 +3,7 @@ closed pipes, paths typed on the command line, files given to the wrong verb, La
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -110,25 +111,59 @@ def test_references_take_ranks_per_node_on_cpu(tmp_path):
     assert "-25.0% vs reference" in proc.stdout
 
 
-def test_latex_output_compiles_with_pdflatex(tmp_path):
-    """The tables of a run with a failure and of the foreign-log corpus, \\input into a plain article."""
+OVERFULL = re.compile(r"^Overfull \\hbox \(([\d.]+)pt too wide\)", re.M)
+OVERFULL_TOLERANCE_PT = 1.0  # a sliver past the margin nobody sees; the tables ran 558 pt past it
+
+
+def _pdflatex(folder, name):
     pdflatex = shutil.which("pdflatex")
     assert pdflatex, "pdflatex is missing: scripts/test.sh installs texlive-latex-base"
+    tex = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", name], cwd=folder,
+                         capture_output=True, text=True, timeout=120, check=False)
+    errors = [line for line in tex.stdout.splitlines() if line.startswith("!")]
+    assert tex.returncode == 0 and not errors, (name, errors, tex.stdout[-2000:])
+    log = (folder / name.replace(".tex", ".log")).read_text(errors="replace")
+    wide = [float(w) for w in OVERFULL.findall(log)]
+    assert all(w <= OVERFULL_TOLERANCE_PT for w in wide), (name, wide)
+    return log
+
+
+def test_latex_output_compiles_with_pdflatex_and_fits_the_page(tmp_path):
+    """The tables, findings and plots of a run with a failure and of the foreign-log corpus: report.tex as written
+    beside the plots, and the --format latex fragment \\input into an article with the packages it names. Neither
+    may run past the margin (Overfull \\hbox), and every plot written is a figure."""
     a, b, c = point(), point(rpn=2), point(nodes=2, rpn=2)
     rd = make_run(tmp_path / "run", [(a, record(a, 100.0)), (b, record(b, 150.0)), (c, "ranks lost: boom_1 & 50%")])
     for name, src in (("run", str(rd.root)), ("logs", str(LOGS))):
-        proc = _run(["summarize", src, "--format", "latex", "--no-plots", "--out", str(tmp_path / f"r-{name}")],
-                    tmp_path)
+        out = tmp_path / f"r-{name}"
+        proc = _run(["summarize", src, "--format", "latex", "--out", str(out)], tmp_path)
         assert proc.returncode in (0, 1), proc.stderr
+        first = proc.stdout.splitlines()[0]
+        assert first.startswith("% hpcbench") and "\\usepackage{graphicx,longtable,array,lscape}" in first
+        written = sorted(p.name for p in out.glob("*.png"))
+        assert written and all(f"{{{out.resolve()}/{png}}}" in proc.stdout for png in written)
+        report = (out / "report.tex").read_text()
+        assert sorted(re.findall(r"\\includegraphics\[[^]]*\]\{([^}]*)\}", report)) == written
+        log = _pdflatex(out, "report.tex")
+        assert all(f"<{png}, id=" in log for png in written)  # each figure was read
+        assert (out / "report.pdf").stat().st_size > 10_000
         (tmp_path / f"{name}.tex").write_text(proc.stdout)
-        doc = write(tmp_path / f"doc-{name}.tex",
-                    f"\\documentclass{{article}}\n\\begin{{document}}\n\\input{{{name}}}\n\\end{{document}}\n")
-        tex = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=120, check=False)
-        errors = [line for line in tex.stdout.splitlines() if line.startswith("!")]
-        assert tex.returncode == 0 and not errors, (name, errors, tex.stdout[-2000:])
-        assert (tmp_path / f"doc-{name}.pdf").stat().st_size > 1000
+        uses = first[first.index("\\usepackage"):]
+        doc = write(tmp_path / f"doc-{name}.tex", "\\documentclass{article}\n\\usepackage[a4paper,margin=2cm]{geometry}\n"
+                    f"{uses}\n\\begin{{document}}\n\\input{{{name}}}\n\\end{{document}}\n")
+        _pdflatex(tmp_path, doc.name)
         assert all(line.startswith(("%", "\\")) or line.strip() for line in proc.stdout.splitlines())
+
+
+def test_latex_splits_a_table_too_wide_for_a_landscape_page():
+    from hpcbench.report.latex import _table
+    from hpcbench.tabular import Table
+
+    wide = Table("wide", "Wide", [f"column{i}" for i in range(12)], [["x" * 30] * 12])
+    text = "\n".join(_table(wide))
+    assert text.count("\\begin{longtable}") > 1 and "part 1 of" in text and "\\begin{landscape}" in text
+    narrow = Table("narrow", "Narrow", ["a", "b"], [["1", "2"]])
+    assert "landscape" not in "\n".join(_table(narrow))
 
 
 @pytest.mark.slurm

@@ -35,7 +35,7 @@ def test_minicluster_profile_fills_slurm_defaults(tmp_path):
     spec = _spec(tmp_path, CPU_SWEEP)
     s = spec.slurm
     assert spec.cluster is not None and spec.cluster.name == "minicluster"
-    assert (s.partition, s.launcher, s.mpi, s.cpu_bind) == ("debug", "srun", "pmix", "sockets")
+    assert (s.partition, s.launcher, s.mpi, s.cpu_bind) == ("debug", "srun", "pmix", "cores")
     # module_use is relative to the profile file, so it names the modules/ beside clusters/.
     assert s.module_use == (str(tmp_path / "modules"),) and s.modules == ("hpcbench",)
     assert dict(s.env)["NCCL_SOCKET_IFNAME"] == "lo"
@@ -195,6 +195,10 @@ def test_minicluster_profile_runs_horovod_mpi_two_ranks_on_each_node(cli, tmp_pa
     point_dir, rec = _one_point_run(cli, sweep, tmp_path / "run")
     assert "export OMPI_MCA_btl='^vader'" in (point_dir / "job.sh").read_text()
     assert rec["world_size"] == 4 and sorted(r["slurm_node"] for r in rec["ranks"]) == ["node1"] * 2 + ["node2"] * 2
+    # cpu_bind = "cores": the two ranks of a node each on a core of their own (with "sockets" both had CPUs 0-1)
+    for node in ("node1", "node2"):
+        a, b = (set(r["cpus"]) for r in rec["ranks"] if r["slurm_node"] == node)
+        assert a and b and not a & b, rec["ranks"]
 
 
 def test_example_gpu_limits(tmp_path):

@@ -73,7 +73,8 @@ def test_doctor_without_slurm_says_what_is_missing(cli, tmp_path):
     assert proc.stdout.rstrip().endswith("1 required item(s) missing")
     assert re.search(r"ok +log scanner: C scanner built \(_scan\.", proc.stdout)
     off = cli("doctor", "--runs-root", str(tmp_path), "--no-job", env={**env, "HPCBENCH_PARSE_C": "0"})
-    assert "warning  log scanner: switched off by HPCBENCH_PARSE_C=0; big logs are read about 3x slower" in off.stdout
+    assert ("warning  log scanner: switched off by HPCBENCH_PARSE_C=0; the pure-Python engine reads the logs (the same "
+            "facts; big logs about 3x slower)\n           fix: unset HPCBENCH_PARSE_C") in off.stdout, off.stdout
 
 
 @pytest.mark.slurm

@@ -42,7 +42,8 @@ def test_the_shipped_rules_keep_their_order():
     """Transports, then placement, then the figures, then the procedure: findings of equal cost are listed in this
     order."""
     assert [(g.module.rsplit(".", 1)[1], g.on_logs_alone) for g in rules.groups()] == [
-        ("net", True), ("host", False), ("stats", False), ("procedure", False)]
+        ("net", True), ("host", False), ("bandwidth", False), ("excerpt", True), ("stats", False),
+        ("procedure", False)]
 
 
 @pytest.fixture

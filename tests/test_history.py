@@ -238,3 +238,48 @@ def test_two_summarize_processes_at_once_lose_nothing(tmp_path):
     assert con.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 800
     assert con.execute("SELECT COUNT(DISTINCT run) FROM records").fetchone()[0] == 2
     assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
+
+
+def test_history_of_real_logs_names_points_by_their_fields_and_keeps_only_measured_ones(cli, tmp_path):
+    """Corpus logs: a Horovod benchmark (no layout, no backend shown), an NCCL-only log (no measurement) and an
+    nccl-tests run. The NCCL-only log is not a point; no name says None; the plot goes beside the database."""
+    from conftest import DATA
+
+    logs = DATA / "logs"
+    db = tmp_path / "hist" / "h.sqlite"
+    proc = cli("summarize", str(logs / "horovod_1.log"), str(logs / "nccl_gdrdma-mpiprefix_04.log"),
+               str(logs / "nccltests_1.log"), "--no-plots", "--out", str(tmp_path / "rep"), "--history", str(db),
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "history: " + str(db) + " (2 records)" in proc.stdout
+    rows = sqlite3.connect(db).execute("SELECT framework, state FROM records ORDER BY framework").fetchall()
+    assert rows == [("horovod", "parsed"), ("nccl-tests", "parsed")]
+    proc = cli("history", "--history", str(db), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "None" not in proc.stdout, proc.stdout
+    names = {re.split(r"\s{2,}", ln)[1] for ln in proc.stdout.splitlines()[2:4]}
+    assert names == {"horovod resnet50 b32 8 ranks", "nccl-tests all_reduce 2x1"}, proc.stdout
+    assert f"trend plot: {db.parent / 'history.png'}" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hist", "rep"]  # nothing in the current folder
+    out = cli("history", "--history", str(db), "--out", str(tmp_path / "plots"), cwd=tmp_path)
+    assert out.returncode == 0 and (tmp_path / "plots" / "history.png").read_bytes()[:4] == b"\x89PNG", out.stderr
+
+
+def test_a_run_is_recorded_under_its_cluster_profiles_name_not_slurms(cli, tmp_path):
+    """Real provenance from the minicluster says SLURM_CLUSTER_NAME; the profile the sweep named wins."""
+    import shutil
+
+    from conftest import DATA
+
+    from hpcbench.rundir import RunDir
+
+    p = P2
+    rd = RunDir.create(tmp_path / "run", "", "constructed", [p], cluster="minicluster")
+    rd.record("submitted", p.id, job_id="7", backend="local")
+    rd.record("finished", p.id, job_id="7", backend="local", exit_code="0")
+    atomic_write_json(rd.point(p).result, record(p, 50.0).to_dict())
+    shutil.copy(DATA / "provenance" / "provenance-rank0.json", rd.point(p).provenance(0))
+    assert json.loads(rd.point(p).provenance(0).read_text())["env"]["SLURM_CLUSTER_NAME"] == "mini"
+    db = tmp_path / "h.sqlite"
+    summarize(cli, rd.root, db)
+    assert sqlite3.connect(db).execute("SELECT cluster FROM records").fetchall() == [("minicluster",)]

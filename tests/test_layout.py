@@ -18,6 +18,7 @@ ORDER = (
     ("rundir", "jobs", "states"),
     ("workloads",),
     ("submit",),
+    ("hunt",),
     ("parse",),
     ("figures",),
     ("explain",),

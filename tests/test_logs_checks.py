@@ -102,14 +102,14 @@ def test_check_exit_codes(cli, tmp_path):
     found = json.loads(via_prov.stdout)
     assert via_prov.returncode == 1 and [f["rule"] for f in found] == ["network", "socket-with-ib"]
     # the verdict line names the network and the IB device that NCCL did not use
-    assert found[0]["claim"] == ("inter-node: NET/Socket while an IB device is visible in the provenance of a rank "
-                                 "(mlx5_0)")
+    assert found[0]["claim"] == ("2 hosts (host names na, nb); network Socket, from the NET/ transport lines while an IB "
+                                 "device is visible in the provenance of a rank (mlx5_0)")
     garbage = write(tmp_path / "g.log", "\x00\x01 nothing here\n")
     g = cli("check", str(garbage), "--gpu")
     assert g.returncode == 0 and "[no-nccl-lines]" in g.stdout and "[unparsable]" in g.stdout
     # a Socket-only log gets its verdict, never a bare "0 errors, 0 warnings, 0 notes"
     sock = cli("check", str(LOGS / "nccl_socket-ring-manynodes_15.log"))
-    assert "[network] inter-node: NET/Socket (no IB device seen)" in sock.stdout and "1 notes" in sock.stdout
+    assert "; network Socket, from the NET/ transport lines (no IB device seen)" in sock.stdout and "1 notes" in sock.stdout
 
 
 def test_a_roce_verdict_names_its_devices_without_edge_lines():
@@ -120,4 +120,5 @@ def test_a_roce_verdict_names_its_devices_without_edge_lines():
         parsed = parse_file(LOGS / name)
         devices = parsed["nccl"]["ib_devices"]
         assert devices and parsed["nccl"]["network"] == "RoCE"
-        assert verdict(parsed).startswith(f"inter-node: NET/RoCE ({', '.join(devices[:2])}"), verdict(parsed)
+        assert verdict(parsed).startswith(f"2 hosts (host names "), verdict(parsed)
+        assert f"; network RoCE, selected ({', '.join(devices[:2])}" in verdict(parsed), verdict(parsed)

@@ -49,6 +49,21 @@ def test_hpcbench_parse_writes_the_same_json_on_a_1024_rank_log(tmp_path):
     assert c == _cli_json([p], "0")
 
 
+def test_hpcbench_parse_writes_the_same_json_on_a_log_with_training_prints(tmp_path):
+    """The benchmark's interleaved log (real NCCL lines of the corpus for 1024 ranks, real training prints after
+    1 line in 100): the same bytes from both engines, and no print glued onto an NCCL fact."""
+    from test_logs_fastpath import _bench_module
+
+    p = tmp_path / "job.log"
+    _bench_module().interleaved(p, 12 << 20, nodes=128, share=0.01)
+    c = _cli_json([p], "1")
+    doc = json.loads(c)[0]
+    assert doc["nccl"]["nranks"] == 1024 and len(doc["nccl"]["hosts"]) == 128 and doc["hpcbench"]
+    prints = tuple(_bench_module().corpus_lines()[3])
+    assert not any(t.endswith(prints) for t in doc["nccl"]["transports_raw"])  # none glued onto an edge line
+    assert c == _cli_json([p], "0")
+
+
 def _engines(path, monkeypatch, chunk: int, fast_min: int) -> tuple[str, str, str, int]:
     """The JSON of the C engine's fast path, of the pure one's, and of the line path; the chunks that both
     engines read by the fast path."""

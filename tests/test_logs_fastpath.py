@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 
 import pytest
 from conftest import DATA, REPO
@@ -205,3 +206,55 @@ def test_a_rank_printed_by_two_hosts_in_one_chunk(tmp_path, monkeypatch):
     fast, line, taken = _fast_and_line(p, monkeypatch, 64 << 10, 0)
     assert taken >= 3 and fast == line
     assert {e["scope"] for e in fast["nccl"]["edges"]} == {"intra"}
+
+
+# Prints read as lines of their own (the corpus's DDP and Horovod logs, the issue's), and ones the line path
+# takes for the rest of a wrapped NCCL line before them (a blank first: a terminal's cut fell on it).
+OWN = ["step 12: loss 0.5", "Iter #3: 601.7 img/sec per GPU", "Running benchmark...", "training...",
+       "tensorflow_synthetic_benchmark.py", "*****************************************",
+       "master_addr is only used for static rdzv_backend and when rdzv_endpoint is not specified."]
+WRAP_LIKE = ["  warnings.warn(", "    main()"]
+
+
+def test_training_prints_among_nccl_lines(tmp_path, monkeypatch):
+    """One line in 100 followed by a print: none is glued onto an NCCL fact; those read as the rest of the line
+    before them are handed on with it (they once sent every such chunk to the line path, 20x slower), and the
+    fast path finds what the line path finds."""
+    rng = random.Random(7)
+    out = []
+    for line in _job_log().splitlines():
+        out.append(line)
+        if rng.random() < 0.01:
+            out.append(rng.choice(WRAP_LIKE + OWN))
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(out) + "\n")
+    joined = []
+    real = fastpath._hand_on
+
+    def spy(*a):
+        got = real(*a)
+        joined.append(len(got[1]))
+        return got
+
+    monkeypatch.setattr(fastpath, "_hand_on", spy)
+    fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
+    assert taken >= 10 and fast == line and sum(joined) > 10
+    assert not any(t.endswith(tuple(OWN + WRAP_LIKE)) for t in fast["nccl"]["transports_raw"])
+
+
+@pytest.mark.parametrize("copy_at", [None, 1100, 6000])  # no copy, one in the same chunk, one in a later chunk
+def test_a_new_message_read_with_a_rest_glued_on(tmp_path, monkeypatch, copy_at):
+    """A new edge line read with the next line as its rest ('GDR' + 'DMA'): its message is not read alone there,
+    so the fast path hands on its next copy too (in its chunk, or, forgotten, in a later one), as the line path
+    reads it."""
+    p = "gpu-a100-017:7000:9000 [0] NCCL INFO "
+    edge = f"{p}Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/1/GDR"
+    lines = [f"{p}AllReduce: opCount {i:x} count 1 datatype 7 op 0" for i in range(8000)]  # shorter: cut by a terminal
+    if copy_at:
+        lines.insert(copy_at, edge)
+    lines[1000:1000] = [edge, "DMA"]
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(lines) + "\n")
+    fast, line, taken = _fast_and_line(path, monkeypatch, 64 << 10, 0)
+    assert taken >= 5 and fast == line
+    assert fast["nccl"]["transports_raw"] == ["NET/IB/1/GDR"] * bool(copy_at) + ["NET/IB/1/GDRDMA"]

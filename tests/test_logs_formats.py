@@ -10,6 +10,7 @@ import pytest
 from hpcbench.parse import parse_file
 from hpcbench.parse.nccl import normalise
 from hpcbench.records import RankInfo, ResultRecord
+from hpcbench.workloads import summary
 
 
 def parse_text(tmp_path, text: str | bytes, name: str = "x.log") -> dict:
@@ -77,6 +78,20 @@ def test_hard_wrapped_nccl_line_is_joined(tmp_path):
     d = parse_text(tmp_path, line[:cut] + "\n" + line[cut:] + "\nnode-with-a-rather-long-name-01:1:1 [0] NCCL INFO Using network IB\n")
     assert d["nccl"]["transports_raw"] == ["P2P/IPC/read"]
     assert d["nccl"]["network"] == "IB"
+
+
+@pytest.mark.parametrize("host", ["gpu-001", "h1", "node-with-a-rather-long-name-01"])
+@pytest.mark.parametrize("own", ["step 1: loss 0.5", "Epoch 3/10", "Iter #2: 601.7 img/sec per GPU", "loss=0.25",
+                                 "Initializing NCCL across 2 nodes...", "Running benchmark...",
+                                 "hpcbench: gloo-mlp-b16-n2x1: 6462.4 samples/s, 4.95 ms/step over 2 ranks"])
+def test_a_print_of_its_own_after_an_nccl_line_is_not_glued_on(tmp_path, host, own):
+    """The training's own line after a long NCCL line (issue 25: 'NET/IB/1/GDRDMAstep 1: loss 0.5') is read as
+    a line: it starts as a program's print does, where a terminal's cut falls mostly inside a word."""
+    d = parse_text(tmp_path, f"{host}:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+                             f"{host}:100:101 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/1/GDRDMA\n"
+                             f"{own}\n")
+    assert d["nccl"]["transports_raw"] == ["NET/IB/1/GDRDMA"] and d["nccl"]["transports"] == ["NET/IB/GDRDMA"]
+    assert (d["hpcbench"] is not None) == own.startswith("hpcbench: ")
 
 
 def test_short_lines_are_not_joined(tmp_path):
@@ -227,6 +242,28 @@ def test_records_in_a_log_and_as_a_file(tmp_path):
     future = dict(rec, schema="hpcbench.result/99")
     w = parse_text(tmp_path, json.dumps(future) + "\n")
     assert w["records"] == [] and any("not known" in x for x in w["warnings"])
+
+
+@pytest.mark.parametrize("lead", ["", "0: ", "[1,0]<stdout>:"])  # as sbatch, srun -l and mpirun write them
+def test_an_hpcbench_job_log(tmp_path, lead):
+    """What rank 0 prints at the end of a point's job (workloads/summary.py), among Gloo's warnings: its summary
+    line and its record, read back; a job log of before the record was printed (the summary line alone) too."""
+    rec = _record()
+    said = summary.lines("ddp-mlp-b8-n1x2", summary.train(160.0, 0.1, 2), rec)
+    d = parse_text(tmp_path, "[W socket.cpp:663] [c10d] The client socket has failed to connect.\n"
+                   + "".join(f"{lead}{line}\n" for line in said))
+    assert d["records"] == [json.loads(json.dumps(rec))] and d["warnings"] == []
+    assert d["hpcbench"] == [{"label": "ddp-mlp-b8-n1x2", "kind": "train", "throughput": 160.0, "unit": "samples/s",
+                              "step_ms": 100.0, "ranks": 2}]
+    old = parse_text(tmp_path, said[0] + "\n")
+    assert old["hpcbench"] == d["hpcbench"] and old["warnings"] == []
+    coll = parse_text(tmp_path, summary.lines("gloo-allreduce", summary.collective("all_reduce", 1.25, 1 << 20, 0, 4), {})[0])
+    assert coll["hpcbench"][0] | {"label": ""} == {"label": "", "kind": "collective", "collective": "all_reduce",
+                                                    "throughput": 1.25, "unit": "GB/s busbw", "size_bytes": 1 << 20,
+                                                    "wrong": 0, "ranks": 4}
+    none = parse_text(tmp_path, summary.lines("mpi-x", summary.unsupported("no MPI process group in torch"), {})[0])
+    assert none["hpcbench"] == [{"label": "mpi-x", "kind": "unsupported", "reason": "no MPI process group in torch"}]
+    assert parse_text(tmp_path, "hpcbench: warning: backend 'x' cannot be loaded\n")["hpcbench"] is None
 
 
 def test_horovod_on_cpu_and_the_launchers_rank_count(tmp_path):

@@ -26,7 +26,7 @@ def fake_sys(root, sockets: dict[int, list[int]]):
 
 def test_collect_describes_this_process():
     doc = provenance.collect(rank=3, local_rank=1, environ={"SLURM_JOB_ID": "7", "NCCL_DEBUG": "INFO", "HOME": "/x"})
-    assert doc["schema"] == "hpcbench.provenance/1"
+    assert doc["schema"] == "hpcbench.provenance/2"
     assert (doc["rank"], doc["local_rank"], doc["hostname"]) == (3, 1, socket.gethostname())
     assert doc["affinity"]["cpus"] == sorted(os.sched_getaffinity(0))
     assert doc["affinity"]["sockets"] and doc["affinity"]["numa_nodes"]
@@ -113,7 +113,7 @@ def test_hpcbench_env_table_and_json(cli):
     js = cli("env", "--format", "json")
     info = json.loads(js.stdout)
     assert info["capabilities"]["horovod_build"] == {k: v for k, v in caps.horovod_build.items()}
-    assert info["provenance"]["schema"] == "hpcbench.provenance/1"
+    assert info["provenance"]["schema"] == "hpcbench.provenance/2"
     rows = {(b["framework"], b["backend"], b["device"]): b for b in info["backends"]}
     assert rows[("ddp", "gloo", "cpu")]["runs_here"] is True
     assert rows[("horovod", "mpi", "cpu")]["runs_here"] == ("mpi" in caps.horovod_tensor_ops)
@@ -191,3 +191,35 @@ def test_provenance_records_the_pairing_and_a_failing_probe_never_raises(tmp_pat
     doc = json.loads((tmp_path / "pt/provenance-rank0.json").read_text())
     assert doc["gpu_binding"]["gpu_numa_node"] == 1 and doc["gpu_binding"]["local"] is False
     assert doc["broken"] is None and doc["unavailable"]["broken"] == "ZeroDivisionError: division by zero"
+
+
+# --- the transport of the CPU backends (workloads/transport.py) -----------------------------------------
+
+def test_the_transport_of_gloo_and_open_mpi_on_this_machine():
+    """Probed as a rank does (interfaces by ioctl, Open MPI's parameters by the real ompi_info with the rank's
+    environment), then said in words from the provenance documents (hpcbench/parse/transport.py)."""
+    from hpcbench.parse.transport import Described, allowed, describe, holding, tcp_interfaces
+    from hpcbench.workloads import transport
+
+    env = {"PATH": os.environ["PATH"], "GLOO_SOCKET_IFNAME": "lo", "OMPI_MCA_btl": "tcp,self",
+           "OMPI_MCA_btl_tcp_if_include": "127.0.0.0/8", "OMPI_MCA_pml": "ob1"}
+    ddp = transport.probe("ddp", "gloo", 0, env)
+    assert ddp["interfaces"]["lo"] == "127.0.0.1/8" and ddp["gloo"] == {"iface_env": "GLOO_SOCKET_IFNAME", "iface": "lo"}
+    said = describe("gloo", [{"rank": 0, "transport": ddp}])
+    assert said == Described("Gloo TCP over lo", "provenance-rank0.json transport.gloo: GLOO_SOCKET_IFNAME=lo")
+    hvd = transport.probe("horovod", "gloo", 1, env)  # Horovod names its interface in HOROVOD_GLOO_IFACE only
+    home = holding(socket.gethostbyname(socket.gethostname()), hvd["interfaces"])
+    said = describe("gloo", [{"rank": 1, "transport": hvd}])
+    assert said is not None and said.text == f"Gloo TCP over {home}" and "HOROVOD_GLOO_IFACE unset" in said.evidence
+    mpi = transport.probe("horovod", "mpi", 0, env)
+    assert {"tcp", "self"} <= set(mpi["ompi"]["components"]["btl"]) and "ob1" in mpi["ompi"]["components"]["pml"]
+    assert mpi["ompi"]["params"]["btl"] == {"value": "tcp,self", "source": "environment"}
+    other = transport.probe("horovod", "mpi", 1, env)
+    said = describe("mpi", [{"rank": 0, "transport": mpi}, {"rank": 1, "transport": other}])
+    assert said is not None and said.text == "Open MPI tcp BTL over lo, PML ob1", said
+    assert "btl=tcp,self (environment)" in said.evidence and "btl_tcp_if_include=127.0.0.0/8 (environment)" in said.evidence
+    # Open MPI's default leaves loopback out; "^vader" allows every other BTL but self and, with no IB device, openib
+    params = {"btl": {"value": "^vader"}, "btl_tcp_if_exclude": {"value": "127.0.0.1/8,sppp", "source": "default"}}
+    assert tcp_interfaces(params, {"lo": "127.0.0.1/8", "eth0": "10.0.0.2/24"}) == ["eth0"]
+    assert allowed("^vader", ["ofi", "openib", "tcp", "vader", "self"], ("self",)) == ["ofi", "openib", "tcp"]
+    assert describe("gloo", [{"schema": "hpcbench.provenance/1", "rank": 0}]) is None  # not recorded then

@@ -49,9 +49,14 @@ def test_speedup_efficiency_and_repeat_ci_by_hand(tmp_path):
     assert a["1x1"].throughput == pytest.approx(105.0)
     assert a["1x1"].ci_basis == "steps" and a["1x1"].step_time_ci95_s == pytest.approx(0.0)
     assert a["1x1"].throughput_lo == pytest.approx(105.0) == a["1x1"].throughput_hi
-    assert a["1x2"].speedup == pytest.approx(180 / 105) and a["1x2"].efficiency == pytest.approx(180 / 105 / 2)
-    assert a["2x2"].speedup == pytest.approx(300 / 105) and a["2x2"].efficiency == pytest.approx(300 / 105 / 4)
-    assert a["1x2"].baseline == "ddp-gloo 1x1"
+    # one baseline for the work (mlp, batch 32, cpu): the 1-rank runs of ddp (100, 110) and of framework none
+    # (120) pooled as three runs of one measurement: 110 samples/s
+    assert a["1x2"].speedup == pytest.approx(180 / 110) and a["1x2"].efficiency == pytest.approx(180 / 110 / 2)
+    assert a["2x2"].speedup == pytest.approx(300 / 110) and a["2x2"].efficiency == pytest.approx(300 / 110 / 4)
+    assert a["1x2"].baseline == "shared (3 runs at 1 rank)"
+    assert "shared baseline of mlp weak (batch/rank 32): 3 runs at 1 rank of ddp-gloo, none-none pooled: 110.0 (" \
+        in "\n".join(rep.tables[0].notes)
+    assert a["1x2"].base_throughput == pytest.approx(110.0)
     # a single repeat keeps the CI over its own steps: all steps equal here, so zero
     assert a["1x2"].throughput_lo == pytest.approx(180.0) == a["1x2"].throughput_hi
     # failed and missing points are rows with their state and reason, never dropped
@@ -65,7 +70,7 @@ def test_speedup_efficiency_and_repeat_ci_by_hand(tmp_path):
     tidy = rep.tidy()
     assert len(tidy) == 7
     assert sorted(r["speedup"] for r in tidy if r["speedup"] and r["world_size"] == 1 and r["framework"] == "ddp") == \
-        pytest.approx([100 / 105, 110 / 105])
+        pytest.approx([100 / 110, 110 / 110])
 
 
 def test_baselines_no_framework_and_single_node(tmp_path):
@@ -118,20 +123,33 @@ def _png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
+def _curve(ax, color):
+    """(x, y) of the errorbar lines drawn in ``color``, by marker: one per node count."""
+    return {c.lines[0].get_marker(): (list(c.lines[0].get_xdata()), list(c.lines[0].get_ydata()))
+            for c in ax.containers if c.lines[0].get_color() == color}
+
+
 def test_plots_exist_and_hold_the_points(tmp_path):
     rep = make_report([scaling_run(tmp_path).root])
     fig = plots.scalability(rep.aggs, "auto")
     ax = fig.axes[0]
-    [ddp, none] = ax.containers  # one errorbar series per framework-backend-model (failed/missing points have none)
-    assert ddp.get_label().startswith("ddp-gloo mlp")
-    assert list(ddp.lines[0].get_xdata()) == [1, 2, 4]
-    assert list(ddp.lines[0].get_ydata()) == pytest.approx([105, 180, 300])
-    assert list(none.lines[0].get_xdata()) == [1]
-    # the ideal line: the baseline's throughput times the ranks
-    ideal = next(line for line in ax.get_lines() if line.get_label() == f"ideal ({ddp.get_label()})")
-    assert list(ideal.get_ydata()) == pytest.approx([105, 210, 420])
+    [legend] = fig.legends  # below the axes, never over a point
+    fig.canvas.draw()
+    box, frame = legend.get_window_extent(), ax.get_window_extent()
+    assert box.y1 < frame.y0 and not box.overlaps(frame)
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels[0].startswith("ddp-gloo mlp") and labels[1].startswith("none mlp")
+    assert "1 node (marker)" in labels and "2 nodes (marker)" in labels
+    # every layout drawn: ddp on one node (1x1, 1x2) and on two (2x2); 1x2 and none's 1x1 stand side by side
+    ddp = _curve(ax, "C0")
+    xs, ys = ddp["o"]
+    assert [round(x) for x in xs] == [1, 2] and ys == pytest.approx([105, 180])
+    assert ddp["s"][0] == [4] and ddp["s"][1] == pytest.approx([300])
+    assert xs[0] != 1 and _curve(ax, "C1")["o"][0][0] != 1  # two points at 1 rank: dodged apart
+    # the ideal line: the one shared baseline's throughput (110: ddp's 100 and 110 with none's 120) times the ranks
+    ideal = next(line for line in ax.get_lines() if line.get_label().startswith("ideal"))
+    assert list(ideal.get_ydata()) == pytest.approx([110, 220, 440])
     assert ax.get_xlabel() == "total ranks" and "samples/s" in ax.get_ylabel() and ax.get_title()  # CPU: ranks
-    assert ax.get_legend() is not None
     # failed and missing points are on the plot too: an x at their size, with their state
     [failed] = [line for line in ax.get_lines() if line.get_label().startswith("no result")]
     assert sorted(failed.get_xdata()) == [2, 4]
@@ -139,10 +157,9 @@ def test_plots_exist_and_hold_the_points(tmp_path):
 
     fig = plots.speedup_efficiency(rep.aggs, "auto")
     sp, eff = fig.axes
-    line = next(line for line in sp.get_lines() if line.get_label().startswith("ddp-gloo"))
-    assert list(line.get_ydata()) == pytest.approx([1, 180 / 105, 300 / 105])
-    line = next(line for line in eff.get_lines() if line.get_label().startswith("ddp-gloo"))
-    assert list(line.get_ydata()) == pytest.approx([100, 100 * 180 / 105 / 2, 100 * 300 / 105 / 4])
+    assert _curve(sp, "C0")["o"][1] == pytest.approx([105 / 110, 180 / 110])
+    assert _curve(eff, "C0")["o"][1] == pytest.approx([100 * 105 / 110, 100 * 180 / 110 / 2])
+    assert _curve(eff, "C0")["s"][1] == pytest.approx([100 * 300 / 110 / 4])
     assert "%" in eff.get_ylabel()
 
     fig = plots.comm_compute(rep.aggs)

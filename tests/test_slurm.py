@@ -7,6 +7,7 @@ import json
 import pytest
 from conftest import REPO, write
 
+from hpcbench.parse import parse_file
 from hpcbench.rundir import RunDir
 
 
@@ -36,6 +37,12 @@ def test_ci_sweep_on_two_node_slurm(cli, tmp_path, slurm_cluster, backend):
     assert sorted((r["slurm_node"], r["local_rank"]) for r in rec["ranks"]) == [
         ("node1", 0), ("node1", 1), ("node2", 0), ("node2", 1)]
     assert rec["job_id"] == subs[two.id]["job_id"]
+    # hpcbench parse reads its own job log: the summary line and the record, the same as result.json
+    [parsed] = [d for d in map(parse_file, rd.point(two).logs()) if d["records"]]  # rank 0's stdout
+    assert parsed["records"] == [rec] and parsed["warnings"] == []
+    assert parsed["hpcbench"] == [{"label": two.label, "kind": "train", "throughput": pytest.approx(rec["throughput"], abs=0.05),
+                                   "unit": "samples/s", "step_ms": pytest.approx(rec["mean_step_time_s"] * 1e3, abs=0.005),
+                                   "ranks": 4}]
     if backend == "sbatch":
         check_report_of_ci_run(cli, run, tmp_path / "report")
 
@@ -57,9 +64,10 @@ def check_report_of_ci_run(cli, run, out):
     rows = list(csv.DictReader((out / "records.csv").open()))
     assert len(rows) == 4 and all(float(r["throughput"]) > 0 and r["step_time_ci95_ms"] for r in rows)
     assert {r["nodes_seen"] for r in rows if r["nodes"] == "2"} == {"node1 node2"}
-    assert "## Findings" in md and "best at 4 ranks, mlp: ddp-gloo" in md  # CPU ranks are not GPUs
-    # the real job logs were read: gloo on CPU uses no NCCL, which the transport section says once
-    assert "4 CPU point(s) have no NCCL lines" in md
+    assert "## Findings" in md and "at 4 ranks, mlp: only ddp-gloo" in md  # CPU ranks are not GPUs; one point: no "best"
+    # gloo on CPU prints no NCCL lines: its ranks' provenance names the interface (the profile's GLOO_SOCKET_IFNAME)
+    transports = md.split("## Transports")[1].split("\n## ")[0] if "## Transports" in md else md
+    assert transports.count("| Gloo TCP over lo |") == 4, transports
 
 
 @pytest.mark.slurm

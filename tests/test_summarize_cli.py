@@ -184,7 +184,7 @@ def test_partial_run_says_so():
     assert out.startswith("*** PARTIAL RESULT") and "gloo-n2x2" in out
     assert json.loads(text(rep, "json"))[0]["state"] == RUNNING
     latex = text(rep, "latex")
-    assert latex.count("\\begin{tabular}") == 3 and "PARTIAL RESULT" in latex  # intra, inter, comm/compute
+    assert latex.count("\\begin{longtable}") == 3 and "PARTIAL RESULT" in latex  # intra, inter, comm/compute
 
 
 def test_comm_time_carries_its_ci_and_says_when_it_is_within_noise(tmp_path):

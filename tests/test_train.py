@@ -207,6 +207,25 @@ nodes = [1, 2]
                                                                   if p.framework == "horovod"}
     assert all(f.evidence == "result.json timeline" and "timeline = false" in f.fix
                for found in timed.values() for f in found)
+    # Gloo's and Open MPI's transport, as the ranks recorded it (provenance/2), in words: torch's Gloo on the
+    # interface the job script names, Horovod's on the one holding its host name's address; Open MPI's tcp
+    # BTL, with the btl setting in force and its source.
+    from hpcbench.parse.transport import describe, holding
+
+    for p in rd.points():
+        docs = [json.loads(f.read_text()) for f in rd.point(p).provenances()]
+        said, job = describe(p.backend, docs), rd.point(p).job_script.read_text()
+        assert all(d["schema"] == "hpcbench.provenance/2" for d in docs) and said is not None, p.label
+        if p.backend == "gloo" and "export GLOO_SOCKET_IFNAME=lo" in job and p.framework == "ddp":
+            assert said.text == "Gloo TCP over lo" and said.evidence.endswith("GLOO_SOCKET_IFNAME=lo"), said
+        elif p.backend == "gloo":  # no interface named: Gloo's default device
+            doc = docs[0]["transport"]
+            iface = holding(doc["address"], doc["interfaces"])
+            assert iface and said.text == f"Gloo TCP over {iface}" and "_IF" in said.evidence and "unset" in said.evidence
+        else:  # the btl setting and where it came from: this sweep names no profile, so Debian's parameter file
+            btl = said.evidence.split("btl=")[1].split(";")[0]
+            assert said.text.startswith("Open MPI tcp BTL over ") and ", PML " in said.text, said
+            assert btl.endswith("(environment)") == ("OMPI_MCA_btl=" in job) and "(file (/etc/openmpi/" in said.evidence
 
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from hpcbench import __version__
 from hpcbench.cli import node, results, run
 from hpcbench.cli.common import Args
-from hpcbench.errors import HpcbenchError
+from hpcbench.errors import HpcbenchError, missing_module
 
 VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Args], int]], ...] = (
     ("sweep", "expand a sweep file into jobs and run or submit them", run.args_sweep, run.cmd_sweep),
@@ -38,6 +38,8 @@ VERBS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable
      node.args_doctor, node.cmd_doctor),
     ("minicluster", "start, stop or check a throwaway 2-node Slurm on this machine (root)", node.args_minicluster,
      node.cmd_minicluster),
+    ("hunt", "find the slow node or link among many (pairs in rounds, compute probes) and write hunt.json for "
+     "--exclude-nodes", node.args_hunt, node.cmd_hunt),
     ("env", "what this node can run (torch.distributed, Horovod build) and its provenance", node.args_env,
      node.cmd_env),
 )
@@ -79,7 +81,11 @@ def main(argv: list[str] | None = None, prog: str | None = None,
         return rc
     except BrokenPipeError:
         return _reader_gone()
-    except HpcbenchError as e:
+    except (HpcbenchError, ModuleNotFoundError) as caught:
+        # a package of an extra that is not installed (torch on a login node) is the user's to install, not a bug
+        e = caught if isinstance(caught, HpcbenchError) else missing_module(caught, f"hpcbench {args.command}")
+        if e is None:
+            raise
         if args.debug:
             traceback.print_exc()
         print(f"error: {e}" + (f" (hint: {e.hint})" if e.hint else ""), file=sys.stderr)

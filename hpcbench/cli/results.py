@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hpcbench.cli.common import Args
+from hpcbench.vocab import BASELINES
 
 if TYPE_CHECKING:
     from hpcbench.figures.inputs import Inputs
@@ -31,6 +32,12 @@ def cmd_summarize(args: Args) -> int:
     print(text, end="" if text.endswith("\n") else "\n")
     side = sys.stderr if args.format in ("csv", "json", "latex") else sys.stdout  # stdout stays pure data
     print(f"report: {files[0]} (plots, records.csv, records.json beside it)", file=side)
+    if args.html:
+        from hpcbench.report.html import write_report
+
+        print(f"web page: {write_report(report, out)} (self-contained: plots inline, works offline)", file=side)
+    if report.inputs.dry_runs:
+        print(report.inputs.dry_run_note(), file=side)
     if not args.no_history:
         print("history: {} ({} records)".format(*record_report(report, args.history)), file=side)
     if report.partial:
@@ -69,13 +76,16 @@ def args_summarize(p: argparse.ArgumentParser) -> None:
                                  "(default: RUN_DIR/report for one run directory, else ./hpcbench-report)")
     p.add_argument("--format", choices=("table", "markdown", "github", "latex", "csv", "json"), default="table",
                    help="what is printed: the tables in this format, or the records (csv, json)")
-    p.add_argument("--baseline", choices=("auto", "single-gpu", "single-node", "no-framework"), default="auto",
-                   help="what speedup is relative to (default: the 1-rank point of the same backend and model)")
+    p.add_argument("--baseline", choices=BASELINES, default="auto",
+                   help="what speedup is relative to (default: one per unit of work, shared by every backend: "
+                        "their 1-rank runs pooled; per-backend: each backend's own 1-rank point)")
     p.add_argument("--references", metavar="FILE", help="TOML of reference values with tolerances; "
                                                         "exit 1 when a point regresses")
     p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="ratios between two runs")
     p.add_argument("--cluster", help="cluster name for references (default: SLURM_CLUSTER_NAME from provenance)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--html", action="store_true", help="also write report.html: the whole report in one file, "
+                                                        "plots inline, that works offline")
     p.add_argument("--strict", action="store_true", help="exit 1 when any point is not ok")
     p.add_argument("--refresh", action="store_true",
                    help="ask the scheduler about the runs' jobs first (as 'hpcbench status' does); without it, "
@@ -144,5 +154,5 @@ def args_explain(p: argparse.ArgumentParser) -> None:
                                                       "what each point shows beyond them)")
     p.add_argument("--allreduce", metavar="FILE", help="an nccl-tests or hpcbench allreduce log: the curve the "
                                                        "scaling model uses when the run has no allreduce point")
-    p.add_argument("--baseline", choices=("auto", "single-gpu", "single-node", "no-framework"), default="auto")
+    p.add_argument("--baseline", choices=BASELINES, default="auto")
     p.add_argument("--cluster", help="the cluster all the logs come from (lets logs without host names be compared)")

@@ -12,6 +12,7 @@ from hpcbench.cli.common import Args, echo, profile_arg
 from hpcbench.vocab import RESUBMIT_DEFAULT, UNSUPPORTED
 
 if TYPE_CHECKING:
+    from hpcbench.hunt.record import Exclusion
     from hpcbench.plan.spec import SweepSpec
     from hpcbench.rundir import RunDir
     from hpcbench.submit.backends.base import Backend
@@ -30,17 +31,24 @@ def cmd_sweep(args: Args) -> int:
                         run_dir=Path(args.run_dir) if args.run_dir else None, runs_root=Path(args.runs_root),
                         poll_s=args.poll, force=getattr(args, "force", False), hold=getattr(args, "hold", False))
     spec = spec_mod.load(args.file, profile_arg(args.cluster))
+    exclusion = _exclusion(args, None)
+    spec = _excluding(spec, exclusion)
     backend = None if opts.dry_run else create(opts.backend, opts.hold)
     if backend is not None:
         backend.check(spec)
     rd, points, python = prepare(spec, opts)
+    _record_exclusion(rd, exclusion)
+    from hpcbench.plan.expand import order_note
+
     echo(f"sweep {spec.sweep.name}: {len(points)} points -> {rd.root}")
     shown = points[:PLAN_ROWS_SHOWN]
     echo(format_table(plan_rows(shown), plan_columns(points)))
     if len(shown) < len(points):
         echo(f"... and {len(points) - len(shown)} more points (all of them in {rd.plan_json})")
+    echo(order_note(spec) + "; listed above in that order")
     if backend is None:
-        echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted")
+        echo(f"dry run: {len(points)} job scripts written under {rd.points_root}; nothing submitted "
+             f"(to submit these: hpcbench sweep {args.file} --run-dir {rd.root})")
         return 0
     echo(f"submitting with backend {backend.name}:")
     return _submit_and_follow(spec, rd, python, backend, args, force=opts.force)
@@ -70,6 +78,31 @@ def _submit_and_follow(spec: SweepSpec, rd: RunDir, python: str, backend: Backen
     return 1 if (report.failed or any(not r["ok"] and r["state"] != UNSUPPORTED for r in rows)) else 0
 
 
+def _exclusion(args: Args, rd: RunDir | None) -> Exclusion | None:
+    """--exclude-nodes, joined with what the run already kept out (a resubmit keeps the sweep's exclusion)."""
+    from hpcbench.hunt.record import exclusion, read_exclusion
+
+    before = read_exclusion(rd.excluded_json) if rd is not None else None
+    given = getattr(args, "exclude_nodes", None)
+    return exclusion(given).merged(before) if given else before
+
+
+def _excluding(spec: SweepSpec, ex: Exclusion | None) -> SweepSpec:
+    from dataclasses import replace
+
+    if ex is None:
+        return spec
+    return replace(spec, slurm=replace(spec.slurm, exclude=tuple(dict.fromkeys((*spec.slurm.exclude, *ex.nodes)))))
+
+
+def _record_exclusion(rd: RunDir, ex: Exclusion | None) -> None:
+    from hpcbench.files import atomic_write_json
+
+    if ex is not None:
+        atomic_write_json(rd.excluded_json, ex.to_json())
+        echo(f"excluding {', '.join(ex.nodes) or 'no node'} (from {ex.source}; recorded in {rd.excluded_json})")
+
+
 def cmd_plan(args: Args) -> int:
     from hpcbench.submit.registry import AUTO
 
@@ -84,6 +117,7 @@ def args_sweep(p: argparse.ArgumentParser, submit: bool = True) -> None:
     p.add_argument("--cluster", default=os.environ.get("HPCBENCH_CLUSTER") or None,
                    help="cluster profile (clusters/NAME.toml or a path) in place of the sweep's own; "
                         "default: $HPCBENCH_CLUSTER")
+    _exclude_arg(p)
     if submit:
         _backend_arg(p, "how to run the points: one of the installed backends (a site's package can add one); "
                         "auto = the first that can run here", auto=True)
@@ -101,6 +135,12 @@ def _backend_arg(p: argparse.ArgumentParser, help_text: str, auto: bool) -> None
     from hpcbench.submit.registry import AUTO
 
     p.add_argument("--backend", default=AUTO if auto else None, help=help_text)
+
+
+def _exclude_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--exclude-nodes", metavar="NODES|@hunt.json",
+                   help="keep these nodes out of every job (sbatch --exclude): a host list such as node[1-2], or "
+                        "@hunt.json for the suspects of `hpcbench hunt`; the run records which and why")
 
 
 def args_plan(p: argparse.ArgumentParser) -> None:
@@ -156,6 +196,9 @@ def cmd_resubmit(args: Args) -> int:
     rd = RunDir.open(Path(args.run_dir))
     wanted = parse_states(args.state)
     spec = reopen_spec(rd, profile_arg(args.cluster))
+    exclusion = _exclusion(args, rd)
+    spec = _excluding(spec, exclusion)
+    _record_exclusion(rd, exclusion)
     used = [s["backend"] for s in rd.submissions().values() if s.get("backend")]
     # Without --backend, the backend the run was submitted with (the one most of its points used).
     own = max(set(used), key=used.count) if used else AUTO
@@ -177,6 +220,7 @@ def args_resubmit(p: argparse.ArgumentParser) -> None:
     _backend_arg(p, "default: the backend the run was submitted with", auto=False)
     p.add_argument("--cluster", default=None,
                    help="cluster profile (clusters/NAME.toml or a path); default: the one the sweep used")
+    _exclude_arg(p)
     args_submit(p)
 
 

@@ -11,23 +11,60 @@ from hpcbench.explain import links, model
 from hpcbench.explain.context import Context, typical_compute
 from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding, ranked
+from hpcbench.parse.checks import one_rank
+from hpcbench.parse.evidence import Evidence
 from hpcbench.vocab import INFO, MODELS, WARNING
 
 GAP = 0.10  # measured efficiency this far below the model's is something the model does not explain
 Placement = tuple[str, str, int | None, int | None]  # framework, backend, nodes, ranks per node: a curve's key
 
 
+LATENCY_MAX = 1 << 20  # a table that stops here measures latency: busbw climbs with size up to ~100s of MiB
+
+
+def unjudged(point: Subject, evidence: Evidence) -> tuple[str, str] | None:
+    """Why a communication point's busbw says nothing about a link: ('nothing' or 'latency-bound', the reason)."""
+    rows = [r for r in point.rows if r.size_bytes > 0]
+    alone = one_rank(evidence)
+    if alone:
+        return "nothing", (f"one rank ({alone.line}): nothing crosses a link, and nccl-tests' busbw of one rank "
+                           "is 0 by definition")
+    if not rows:
+        return None
+    if all(r.busbw_gbps == 0 for r in rows) and max(r.size_bytes for r in rows) > LATENCY_MAX:
+        return "nothing", "busbw is 0.00 in every row: these figures measure nothing (a failed or misread run)"
+    largest = max(r.size_bytes for r in rows)
+    in_text = max((int(c.groups[0] or 0) for c in evidence.all("row")), default=0)  # rows read or not
+    if largest <= LATENCY_MAX and in_text <= LATENCY_MAX:  # never a conclusion that a row not read would change
+        return "latency-bound", (f"the table stops at {largest:,} bytes: messages this small are latency-bound, so "
+                                 "busbw says nothing about the links")
+    return None
+
+
 def peak(ctx: Context) -> tuple[links.Peak | None, str]:
-    """The peak of the slowest link a communication point's traffic crosses, or None and why."""
+    """The peak of the slowest link a communication point's traffic crosses, or None and why (None and "" where
+    the figures cannot be judged against any link: rule 'busbw' says why)."""
     p = ctx.point
+    if p.kind == "collective" and unjudged(p, ctx.evidence):
+        return None, ""
     hosts = ctx.hosts()
     inter = len(hosts) > 1 or any(t.startswith("NET/") for t in ctx.transports("inter"))
     if p.device == "cpu" and not inter:
         return None, "all ranks on one host talk through loopback and shared memory: no link in the table"
+    named = next((c.value() for c in ctx.evidence.all("instance")), None)
+    if inter and named and links.instance(named):
+        return links.instance(named), ""
     if inter:
         return links.between_hosts(ctx.network(), ctx.provenance, p.ranks_per_node or 1)
     nvls = any(n.get("nvls_used") for n in ctx.nccl)
     return links.within_host(ctx.gpu_models(), nvls, ctx.transports(), ctx.provenance)
+
+
+def gpu_bound(ctx: Context) -> links.Peak | None:
+    """Where the link between hosts is not known, the GPU's own link (NVLink, Infinity Fabric) still bounds the
+    busbw of a collective across hosts: an upper bound, not the peak (the report shows peaks only)."""
+    gpus = ctx.gpu_models()
+    return links.nvlink(min(gpus)) if gpus else None
 
 
 def _curve(point: Subject) -> dict[int, float]:
@@ -96,6 +133,8 @@ def model_findings(ctx: Context, fitted: dict[Placement | None, model.Fit], othe
         return []
     pred, fit, missing = prediction(p, fitted)
     if pred is None or fit is None:
+        if p.point_id is None and len(ctx.others) == 1:  # one log someone else made: a model needs a study
+            return []
         return [Finding(INFO, "model", f"no scaling model for this point: it needs {missing}", subject=ctx.name)]
     text = f"model: step {pred.step_s * 1e3:.1f} ms (compute {pred.compute_s * 1e3:.1f} + exposed " \
            f"{pred.exposed_s * 1e3:.1f}) against {(p.step_time_s or 0.0) * 1e3:.1f} ms measured"

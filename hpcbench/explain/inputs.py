@@ -53,7 +53,10 @@ class Subject:
     throughput_lo: float | None  # its 95% interval
     throughput_hi: float | None
     speedup: float | None
+    speedup_lo: float | None  # its 95% interval (figures.baseline)
+    speedup_hi: float | None
     efficiency: float | None
+    baseline: str  # what the speedup is against
     base_throughput: float | None  # its baseline's
     base_world_size: int | None
     rows: tuple[AllreduceRow, ...]  # a communication point's rows, every repeat's
@@ -84,7 +87,8 @@ def subject(a: Agg) -> Subject:
         ranks_per_node=p.ranks_per_node, world_size=p.world_size, hosts=a.hosts, repeats=len(a.samples),
         step_time_s=a.step_time_s, compute_time_s=a.compute_time_s, comm_time_s=a.comm_time_s,
         comm_time_ci95_s=a.comm_time_ci95_s, comm_fraction=a.comm_fraction, throughput=a.throughput,
-        throughput_lo=a.throughput_lo, throughput_hi=a.throughput_hi, speedup=a.speedup, efficiency=a.efficiency,
+        throughput_lo=a.throughput_lo, throughput_hi=a.throughput_hi, speedup=a.speedup, speedup_lo=a.speedup_lo,
+        speedup_hi=a.speedup_hi, efficiency=a.efficiency, baseline=a.baseline,
         base_throughput=a.base_throughput, base_world_size=a.base_world_size,
         rows=tuple(r for x in a.samples for r in x.allreduce), record=s.record, provenance=tuple(s.provenance),
         logs=tuple(a.logs()), profile=profile_of(p.source))

@@ -25,8 +25,13 @@ class Peak:
 
 
 @cache
+def read_table(name: str) -> dict[str, Any]:
+    """One of explain's tables of peaks, beside this file: links.toml, gpus.toml (datasheet.py)."""
+    return toml((Path(__file__).with_name(name)).read_text(encoding="utf-8"), name)
+
+
 def table() -> list[dict[str, Any]]:
-    return toml((Path(__file__).with_name("links.toml")).read_text(encoding="utf-8"), "links.toml")["link"]
+    return list(read_table("links.toml")["link"])
 
 
 def _peak(entry: dict[str, Any], how: str, scale: float = 1.0) -> Peak:
@@ -35,13 +40,32 @@ def _peak(entry: dict[str, Any], how: str, scale: float = 1.0) -> Peak:
                 entry.get("practical_source") or entry["source"])
 
 
-def nvlink(gpu: str, nvls: bool = False) -> Peak | None:
-    """NVLink (or NVLink SHARP, when NCCL used NVLS) of a GPU model, by its name."""
+def _named(entry: dict[str, Any], gpu: str) -> bool:
     name = gpu.upper()  # nvidia-smi writes "A100-PCIE-40GB", tables "PCIe"
+    return any(g.upper() in name for g in entry["gpu"]) and not any(x.upper() in name for x in entry.get("exclude", ()))
+
+
+def nvlink(gpu: str, nvls: bool = False) -> Peak | None:
+    """NVLink (or NVLink SHARP, when NCCL used NVLS) of a GPU model, by its name; AMD's Infinity Fabric alike."""
+    kinds = ("nvls",) if nvls else ("nvlink", "xgmi")
+    return next((_peak(e, f": {gpu}") for e in table() if e["kind"] in kinds and _named(e, gpu)), None)
+
+
+def gpu_pcie(gpu: str) -> Peak | None:
+    """The x16 link of the PCIe generation a GPU without NVLink is built for, by its name."""
     for e in table():
-        if e["kind"] == ("nvls" if nvls else "nvlink") and any(g.upper() in name for g in e["gpu"]) and \
-                not any(x.upper() in name for x in e.get("exclude", ())):
-            return _peak(e, f": {gpu}")
+        if e["kind"] == "gpu_pcie" and _named(e, gpu):
+            bus = next(p for p in table() if p["kind"] == "pcie" and p["gts"] == e["gts"])
+            return Peak(bus["peak"], f"{e['name']}: {gpu}", None, e["source"])
+    return None
+
+
+def instance(named: str) -> Peak | None:
+    """A cloud instance's network between nodes, from the way a log names it ('p4d.24xlarge', 'P5en')."""
+    bare = named.removeprefix("Standard_")  # Azure's size names: Standard_ND96isr_H100_v5
+    for e in table():
+        if e["kind"] == "instance" and any(re.fullmatch(re.escape(m) + r"(?:[.\w-]*)", bare) for m in e["match"]):
+            return _peak(e, f" (the log names {named})")
     return None
 
 
@@ -135,6 +159,9 @@ def within_host(gpus: set[str], nvls: bool, transports: set[str],
     if peak:
         return peak, ""
     bus = _slowest_pcie(prov or [])
-    if bus:
+    if bus:  # the link the GPU trained to beats the one it is built for
         return Peak(bus.gbps, f"{bus.link} ({gpu}, PCIe from sysfs)", None, bus.source), ""
+    built = gpu_pcie(gpu)
+    if built:
+        return built, ""
     return None, f"{gpu}: no NVLink in the table, and no provenance gives its PCIe link (sysfs)"

@@ -56,9 +56,15 @@ class Agg(PointView):
     reason: str
     hosts: tuple[str, ...] = ()  # the distinct hosts its ranks ran on, over all repeats
     speedup: float | None = None
+    speedup_lo: float | None = None  # the 95% intervals of speedup and efficiency, from the point's and the
+    speedup_hi: float | None = None  # baseline's (stats.ratio_interval): never below zero, maybe unbounded above
     efficiency: float | None = None
-    baseline: str = ""  # which point the speedup is relative to
+    efficiency_lo: float | None = None
+    efficiency_hi: float | None = None
+    baseline: str = ""  # which point (or pooled runs) the speedup is relative to
     base_throughput: float | None = None
+    base_lo: float | None = None  # the baseline's own 95% interval
+    base_hi: float | None = None
     base_world_size: int | None = None
     notes: list[str] = field(default_factory=list)
     apart: str = ""  # the values that tell it from the other points beyond its name: "steps=10, NCCL_ALGO=Ring"
@@ -177,6 +183,11 @@ def _state(samples: list[Sample]) -> str:
     if len(counts) == 1:
         return samples[0].state
     return ", ".join(f"{n} {state}" for state, n in counts.most_common())
+
+
+def pooled(samples: list[Sample]) -> Agg:
+    """The runs of several points taken as repeats of one measurement (the baselines of one unit of work)."""
+    return _one(list(samples))
 
 
 def _one(group: list[Sample]) -> Agg:

@@ -85,8 +85,15 @@ def _horovod(hvd: dict[str, Any], head: str, nranks: int | None, how: list[str],
                   # Horovod's benchmark prints +-1.96 sigma of its per-iteration rates: a 95% spread
                   throughput_ci95=hvd.get("total_img_sec_err"),
                   step_time_s=(batch * world / total) if (total and batch and world) else None,
-                  reason="" if total else "Horovod output without a 'Total img/sec on N GPU(s)' line "
-                  "(cut short, or still running?)", inferred="; ".join(said), **base)
+                  reason="" if total else _no_total(hvd), inferred="; ".join(said), **base)
+
+
+def _no_total(hvd: dict[str, Any]) -> str:
+    run = hvd.get("unfinished")
+    if run:
+        return (f"Horovod printed {run['iterations']} iteration(s) (last {run['last_img_sec']:g} img/sec) and no "
+                "'Total img/sec' summary: cut short, or still running?")
+    return "Horovod output without a 'Total img/sec on N GPU(s)' line (cut short, or still running?)"
 
 
 def _ranks_from(device: str, source: str) -> str:
@@ -102,10 +109,12 @@ def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[
     said = list(how) + ([f"{ranks_seen} ranks from nccl-tests 'Rank N ... on HOST' lines"] if ranks_seen else [])
     collective = tests.get("collective")
     said += [] if collective else ["collective all_reduce: the log names none (no command line or test name)"]
-    return Sample(state=PARSED if rows else NO_RESULT, ok=bool(rows), kind="collective", collective=collective or
+    # a header whose rows are not in the text is an excerpt (a paste cut before the table), not a job that
+    # stopped: nothing measured, said as such (explain's rule 'no-rows'), never blamed on the job
+    return Sample(state=PARSED if rows else NOT_MEASURED, ok=bool(rows), kind="collective", collective=collective or
                   "all_reduce", framework="nccl-tests", model=collective or "all_reduce", device="cuda",
                   world_size=world, ranks_per_node=_layout(base["nodes"], world), allreduce=rows,
-                  reason="" if rows else "nccl-tests output without data rows", inferred="; ".join(said),
+                  reason="" if rows else "nccl-tests header without data rows in the text", inferred="; ".join(said),
                   **base | {"backend": "nccl"})
 
 

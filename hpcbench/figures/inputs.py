@@ -31,10 +31,20 @@ class Inputs:
     samples: list[Sample] = field(default_factory=list)
     run_dirs: list[RunDir] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was inferred or could not be read
+    dry_runs: list[RunDir] = field(default_factory=list)  # made by `hpcbench plan`, never submitted: left out
 
     @property
     def partial(self) -> bool:
         return any(not s.final for s in self.samples)
+
+    def dry_run_note(self) -> str:
+        """One line for the dry runs left out (their points were never submitted: not failures), or ''."""
+        if not self.dry_runs:
+            return ""
+        n, last = sum(len(rd.points()) for rd in self.dry_runs), self.dry_runs[-1]
+        shown = ", ".join(str(rd.root) for rd in self.dry_runs[:3]) + (" ..." if len(self.dry_runs) > 3 else "")
+        return (f"left out {len(self.dry_runs)} dry run(s) ('hpcbench plan': {n} points planned, nothing submitted): "
+                f"{shown}; to run one: hpcbench sweep {_sweep_file(last)} --run-dir {last.root}")
 
 
 #: a run's point states, read for summarize: from the disk (states.collect), or `summarize --refresh`'s, which
@@ -69,14 +79,32 @@ def load(paths: list[str | Path], cluster: str | None = None, states: StatesOf |
             out.samples += log_samples(path, out.notes)
         else:
             raise NoSuchFile(path, "file or directory", hint="give a run directory or log files")
+    if out.dry_runs and not out.samples:
+        first = out.dry_runs[0]
+        raise ConfigError(f"{first.root}: a dry run ('hpcbench plan'): its {len(first.points())} job scripts were "
+                          f"written, nothing was submitted, so there is nothing to read yet"
+                          + (f" (nor in {len(out.dry_runs) - 1} more)" if len(out.dry_runs) > 1 else ""),
+                          hint=f"read the scripts under {first.points_root}; submit them with: hpcbench sweep "
+                               f"{_sweep_file(first)} --run-dir {first.root}")
     if cluster:
         for s in out.samples:
             s.cluster = cluster
     return out
 
 
+def _sweep_file(rd: RunDir) -> str:
+    """The sweep file a run was made from (its copy when the original's path was not kept)."""
+    try:
+        return rd.sweep_ref.read_text(encoding="utf-8").strip() or str(rd.sweep_copy)
+    except OSError:
+        return str(rd.sweep_copy)
+
+
 def _add_run(out: Inputs, path: Path, states: StatesOf | None) -> None:
     rd = RunDir.open(path)
+    if rd.dry_run():  # planned only: its points are not failures, and no run of them was made
+        out.dry_runs.append(rd)
+        return
     out.run_dirs.append(rd)
     out.samples += run_samples(rd, None if states is None else states(rd))
 
@@ -139,13 +167,14 @@ def run_samples(rd: RunDir, states: list[PointState] | None = None) -> list[Samp
 
     samples = []
     root = str(rd.root)
+    cluster = rd.cluster_name()  # the profile's name; Slurm's ClusterName (often a default) where there is none
     for st in collect(rd) if states is None else states:
         p, paths = st.point, rd.point(st.point)
         names = paths.listing()
         prov = _provenance(paths, names)
         common: dict[str, Any] = {**p.params(), "env": p.env, "slurm": p.slurm, "state": st.state, "final": st.final,
                                   "logs": paths.logs(names),
-                                  "provenance": prov, "cluster": _cluster(prov), "job_id": st.job_id,
+                                  "provenance": prov, "cluster": cluster or _cluster(prov), "job_id": st.job_id,
                                   "reason": st.explained}
         if st.ok and st.result is not None:
             samples.append(from_record(st.result, root, **common))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcbench import proc
+from hpcbench.errors import HOROVOD_BUILD
 from hpcbench.findings import Finding
 from hpcbench.plan.cluster import ClusterProfile
 from hpcbench.vocab import ERROR, OK, WARNING
@@ -141,22 +142,24 @@ def check_modules(profile: ClusterProfile | None) -> list[Finding]:
     return out
 
 
-def check_python() -> list[Finding]:
-    from hpcbench import __version__
+# What a login node needs when hpcbench's metadata cannot be read (run from a checkout that was never installed).
+CORE = ("jinja2", "tabulate", "pandas", "matplotlib", "submitit")
 
-    need = ("jinja2", "tabulate")
-    want = ("pandas", "submitit")
+
+def check_python() -> list[Finding]:
+    """hpcbench's core packages (setup.cfg's install_requires, as installed) importable here, and the C scanner."""
+    from hpcbench import __version__
+    from hpcbench.errors import requirements
+
+    need = [n for n, extra in requirements() if extra is None] or list(CORE)
     lost = [n for n in need if importlib.util.find_spec(n) is None]
-    soft = [n for n in want if importlib.util.find_spec(n) is None]
     spec = importlib.util.find_spec("hpcbench")
     where = Path(spec.origin or "" if spec else "").parent
     out = [Finding(ERROR if lost else OK, "python",
                    f"{sys.executable} (Python {sys.version.split()[0]}); hpcbench {__version__} from {where}"
-                   + (f"; cannot import {', '.join(lost)}" if lost else ""),
-                   f"{sys.executable} -m pip install {' '.join(lost)}" if lost else None)]
-    if soft:
-        out.append(Finding(WARNING, "python", f"cannot import {', '.join(soft)} (summarize / --backend submitit)",
-                           f"{sys.executable} -m pip install {' '.join(soft)}"))
+                   + (f"; cannot import {', '.join(lost)}" if lost else f"; core packages: {', '.join(need)}"),
+                   f"{sys.executable} -m pip install {' '.join(lost)} (hpcbench's core install has them)"
+                   if lost else None)]
     out.append(check_scanner())
     return out
 
@@ -167,20 +170,37 @@ def check_scanner() -> Finding:
 
     if fastpath._scan is not None:
         return Finding(OK, "log scanner", f"C scanner built ({Path(fastpath._scan.__file__).name})")
-    why = ("switched off by HPCBENCH_PARSE_C=0" if os.environ.get(fastpath.C_ENV) == "0"
+    off = os.environ.get(fastpath.C_ENV) == "0"
+    why = ("switched off by HPCBENCH_PARSE_C=0" if off
            else "not built: no C compiler or Python headers where hpcbench was installed, or an older build")
-    return Finding(WARNING, "log scanner", f"{why}; big logs are read about 3x slower",
-                   f"install gcc and the Python headers, then install hpcbench again: {sys.executable} -m pip install -e CHECKOUT")
+    return Finding(WARNING, "log scanner", f"{why}; the pure-Python engine reads the logs (the same facts; big logs "
+                   "about 3x slower)", "unset HPCBENCH_PARSE_C" if off else
+                   f"install gcc and the Python headers (Debian: python3-dev), then install hpcbench again: "
+                   f"{sys.executable} -m pip install --force-reinstall --no-deps hpcbench (or -e CHECKOUT); "
+                   "the facts are the same either way")
 
 
-def check_frameworks() -> list[Finding]:
+def check_frameworks(profile: ClusterProfile | None = None) -> list[Finding]:
+    """torch and Horovod in the interpreter the ranks run: the profile's python, else this one. A login node's
+    core install has neither, and needs neither unless the ranks run it."""
+    from hpcbench.errors import MissingExtra
+    from hpcbench.plan.limits import probe
     from hpcbench.workloads.capabilities import detect
 
-    caps = detect()
+    python = (profile.get("python") if profile else None) or sys.executable
+    theirs = python != sys.executable
+    caps = probe(python, dict(os.environ)) if theirs else detect()
+    if caps is None:
+        return [Finding(WARNING, "torch", f"the ranks run {python} (the profile's python), which does not answer here",
+                        "check it on a compute node: srun " + python + " -m hpcbench env")]
     if caps.torch is None:
-        return [Finding(ERROR, "torch", f"torch is not importable: {caps.reasons.get('torch')}",
-                        f"{sys.executable} -m pip install 'hpcbench[train]' (the ranks run this interpreter "
-                        "unless slurm.python says otherwise)")]
+        who = f"the ranks run {python} (the profile's python)" if theirs else \
+            "the ranks run this interpreter (no python in the cluster profile)"
+        hint = MissingExtra("torch", "doctor", python).hint or ""
+        return [Finding(ERROR, "torch", f"torch is not importable: {caps.reasons.get('torch')}; {who}",
+                        f"{hint.removeprefix('install it: ')}; or, where the login node only plans and "
+                        "summarizes, set python in the cluster profile to an interpreter of the compute nodes that has "
+                        "it (docs/install.md)")]
     have = [n for n, ok in caps.dist_backends.items() if ok]
     lack = [n for n, ok in caps.dist_backends.items() if not ok]
     out = [Finding(OK, "torch", f"torch {caps.torch} (CUDA {caps.cuda_version or 'none'}, "
@@ -188,8 +208,7 @@ def check_frameworks() -> list[Finding]:
                    + (f"; not built: {', '.join(lack)}" if lack else ""))]
     if caps.horovod is None:
         out.append(Finding(WARNING, "horovod", f"horovod is not importable: {caps.reasons.get('horovod')}",
-                           "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_MPI=1 HOROVOD_WITH_GLOO=1 pip install horovod "
-                           "(add HOROVOD_GPU_OPERATIONS=NCCL on GPU nodes); needed for framework = \"horovod\""))
+                           f"{HOROVOD_BUILD}; needed for framework = \"horovod\""))
     else:
         flags = ", ".join(f"{k}={v}" for k, v in caps.horovod_build.items() if v is not None)
         out.append(Finding(OK, "horovod", f"horovod {caps.horovod}: controllers "
@@ -282,7 +301,7 @@ def run(profile: ClusterProfile | None, runs_root: Path, job: bool = True, timeo
             findings.append(part)
     findings += check_modules(profile)
     findings += check_python()
-    findings += check_frameworks()
+    findings += check_frameworks(profile)
     findings.append(check_run_dir(runs_root, profile, job and slurm_ok, timeout_s, echo))
     if shutil.which("mpirun") is None:
         findings.append(Finding(WARNING, "mpirun", "mpirun not on PATH", "load an MPI module (launcher = \"mpirun\" "

@@ -22,7 +22,7 @@
 #include <limits.h>
 #include <string.h>
 
-#define ABI 2 /* fastpath.py refuses a build of another version (a stale in-place build) */
+#define ABI 3 /* fastpath.py refuses a build of another version (a stale in-place build) */
 #define NPREFIX 64
 
 typedef struct {
@@ -42,6 +42,7 @@ typedef struct {
 
 #define HEAD ((size_t)sizeof(Head))
 #define NO_NEXT UINT32_MAX
+#define DEAD 0x80000000u /* in a header's len: the string was forgotten (set_forget) */
 
 typedef struct {
     Slot *slots; /* off: of the string's header in the arena */
@@ -205,11 +206,11 @@ static void set_rollback(Set *m) {
     size_t mask = m->cap - 1;
     for (size_t off = m->mark; off < m->alen;) {
         Head h = head_at(m, off);
-        size_t j = hash_bytes(m->arena + off + HEAD, h.len) & mask;
-        while (!(m->slots[j].len && m->slots[j].off == off)) j = (j + 1) & mask;
+        size_t j = hash_bytes(m->arena + off + HEAD, h.len & ~DEAD) & mask;
+        while (!(m->slots[j].len && m->slots[j].off == off)) j = (j + 1) & mask; /* a forgotten one's too */
         m->slots[j].len = 0;
         m->used--;
-        off += HEAD + h.len;
+        off += HEAD + (h.len & ~DEAD);
     }
     for (size_t off = 0; off < m->mark;) {
         Head h = head_at(m, off);
@@ -217,10 +218,28 @@ static void set_rollback(Set *m) {
             h.next = NO_NEXT;
             memcpy(m->arena + off, &h, HEAD);
         }
-        off += HEAD + h.len;
+        off += HEAD + (h.len & ~DEAD);
     }
     m->alen = m->mark;
     m->last = NONE;
+}
+
+/* Forget p[0:n], if kept: its slot stays, with a hash no lookup computes (~h), so the probe paths through
+ * it hold; its header is marked DEAD, so no successor link matches it. Added again, it is a new string. */
+static void set_forget(Set *m, const char *p, size_t n) {
+    if (!m->cap) return;
+    uint64_t h = hash_bytes(p, n);
+    for (size_t j = h & (m->cap - 1); m->slots[j].len; j = (j + 1) & (m->cap - 1)) {
+        Slot *s = &m->slots[j];
+        if (s->hash == h && s->len == n && memcmp(m->arena + s->off + HEAD, p, n) == 0) {
+            s->hash = ~h;
+            Head head = head_at(m, s->off);
+            head.len |= DEAD;
+            memcpy(m->arena + s->off, &head, HEAD);
+            if (m->last == s->off) m->last = NONE;
+            return;
+        }
+    }
 }
 
 /* 1: read before; 0: new, and now kept; -1: out of memory */
@@ -664,6 +683,15 @@ static PyObject *Messages_rollback(Messages *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+static PyObject *Messages_forget(Messages *self, PyObject *b) {
+    if (!PyBytes_Check(b)) {
+        PyErr_SetString(PyExc_TypeError, "forget: bytes");
+        return NULL;
+    }
+    set_forget(&self->msgs, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+    Py_RETURN_NONE;
+}
+
 static PyObject *Messages_add_inits(Messages *self, PyObject *seq) {
     PyObject *fast = PySequence_Fast(seq, "add_inits: a sequence of bytes");
     if (!fast) return NULL;
@@ -696,6 +724,9 @@ static PyMethodDef Messages_methods[] = {
      "whose prefix is not plain (known.TAIL; with a width, no ':' before ':pid')"},
     {"rollback", (PyCFunction)Messages_rollback, METH_NOARGS,
      "forget the messages the last scan added (its span went to the line path after all)"},
+    {"forget", (PyCFunction)Messages_forget, METH_O,
+     "forget(message): a message scan kept, read after all only with another line glued on (a later copy is "
+     "new again)"},
     {"add_inits", (PyCFunction)Messages_add_inits, METH_O,
      "add_inits(messages): init lines read, which scan hands back no more, nor any that differs from one of "
      "them only in the digits of its 0x numbers (its comm pointer and id: the rank and nranks are the same)"},

@@ -128,10 +128,11 @@ def build(name: str, sc: Scanner) -> dict[str, Any]:
     if nccl is not None:
         nccl["hosts"] = sorted(hosts)
     warnings = list(sc.warnings)
-    if sc.lines == 0 or (sc.lines == 1 and not nccl and not tests):
-        warnings.append("empty file" if sc.lines == 0 else "nothing recognised in this file")
-    elif nccl is None and tests is None and sc.horovod.result() is None and not sc.records:
-        warnings.append("nothing recognised in this file (no NCCL, nccl-tests, Horovod or hpcbench records)")
+    horovod, own = sc.horovod.result(), sc.summaries.result()
+    if sc.lines == 0:
+        warnings.append("empty file")
+    elif nccl is None and tests is None and horovod is None and own is None and not sc.records:
+        warnings.append("nothing recognised in this file (no NCCL, nccl-tests, Horovod or hpcbench lines)")
     if sc.bad_bytes:
         warnings.append(f"{sc.bad_bytes} bytes are not valid UTF-8 (read as U+FFFD)")
     if sc.cut_lines:
@@ -142,7 +143,8 @@ def build(name: str, sc: Scanner) -> dict[str, Any]:
         "file": name,
         "nccl": nccl,
         "nccl_tests": tests,
-        "horovod": sc.horovod.result(),
+        "horovod": horovod,
+        "hpcbench": own,  # its summary lines (workloads/summary.py); its records are under "records"
         "records": sc.records,
         "hosts": sorted(hosts),
         "launcher_prefix": sc.launcher_prefix(),

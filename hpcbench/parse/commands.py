@@ -9,19 +9,23 @@ from typing import Any
 
 from hpcbench.errors import ConfigError, NoSuchFile, read_text
 from hpcbench.findings import Finding
-from hpcbench.parse.api import parse_file
+from hpcbench.parse.api import Log, parse_file, read_log
 from hpcbench.parse.checks import check_parsed, verdict
 from hpcbench.tabular import format_table
 from hpcbench.vocab import ERROR, INFO, WARNING
 
 
-def _parse_all(files: list[str]) -> list[dict[str, Any]]:
+def _check_paths(files: list[str]) -> None:
     # Fail before printing anything: a typo in the third name should not leave half a JSON array.
     for f in files:
         if not Path(f).exists():
             raise NoSuchFile(f)
         if Path(f).is_dir():
             raise ConfigError(f"{f}: is a directory", hint="give log files, e.g. DIR/*.out")
+
+
+def _parse_all(files: list[str]) -> list[dict[str, Any]]:
+    _check_paths(files)
     return [parse_file(f) for f in files]
 
 
@@ -34,8 +38,18 @@ def _summary_row(d: dict[str, Any]) -> list[str]:
         ",".join(n.get("transports") or []) or "-",
         str(len(d["hosts"])), str(len(n.get("edges") or [])),
         _tests_cell(t),
-        "-" if not h else f"{h.get('total_img_sec')} img/s", str(len(d["records"])), str(len(d["warnings"])),
+        "-" if not h else f"{h.get('total_img_sec')} img/s", _own_cell(d.get("hpcbench") or []),
+        str(len(d["records"])), str(len(d["warnings"])),
     ]
+
+
+def _own_cell(points: list[dict[str, Any]]) -> str:
+    """hpcbench's summary lines in one cell: the first point's figure, and how many more."""
+    if not points:
+        return "-"
+    p = points[0]
+    first = f"{p['reason']}" if p["kind"] == "unsupported" else f"{p['throughput']} {p['unit']}"
+    return first + (f" (+{len(points) - 1} more)" if len(points) > 1 else "")
 
 
 def _tests_cell(t: dict[str, Any]) -> str:
@@ -74,13 +88,31 @@ def parse_command(files: list[str], fmt: str) -> int:
     if fmt == "json":
         print(_dumps(docs))
         return 0
-    cols = ["file", "nccl", "network", "link", "transports", "hosts", "edges", "nccl-tests", "horovod", "records",
-            "warnings"]
+    cols = ["file", "nccl", "network", "link", "transports", "hosts", "edges", "nccl-tests", "horovod", "hpcbench",
+            "records", "warnings"]
     print(format_table([dict(zip(cols, _summary_row(d))) for d in docs], cols))
     for d in docs:
         for w in d["warnings"]:
             print(f"warning: {d['file']}: {w}")
     return 0
+
+
+def _read_all(files: list[str]) -> list[Log]:
+    _check_paths(files)
+    return [read_log(f) for f in files]
+
+
+def check_findings(logs: list[Log], prov: list[dict[str, Any]], gpu: bool) -> list[Finding]:
+    """What ``hpcbench check`` prints about logs: each one's network verdict, its checks (with the lines that
+    show them), and what could not be read in it."""
+    findings: list[Finding] = []
+    for log in logs:
+        d = log.facts
+        # every file gets its network verdict, a Socket-only log too
+        findings.append(Finding(INFO, "network", verdict(d, prov or None, log.evidence), subject=d["file"]))
+        findings += check_parsed(d, prov or None, gpu=gpu or None, evidence=log.evidence)
+        findings += [Finding(WARNING, "unparsable", w, subject=d["file"]) for w in d["warnings"]]
+    return findings
 
 
 def check_command(files: list[str], gpu: bool, provenance: list[str], fmt: str) -> int:
@@ -90,13 +122,7 @@ def check_command(files: list[str], gpu: bool, provenance: list[str], fmt: str) 
             prov.append(json.loads(read_text(p, "provenance file")))
         except ValueError as e:
             raise ConfigError(f"{p}: not valid JSON ({e})") from None
-    findings: list[Finding] = []
-    docs = _parse_all(files)
-    for d in docs:
-        # every file gets its network verdict, a Socket-only log too
-        findings.append(Finding(INFO, "network", verdict(d, prov or None), subject=d["file"]))
-        findings += check_parsed(d, prov or None, gpu=gpu or None)
-        findings += [Finding(WARNING, "unparsable", w, subject=d["file"]) for w in d["warnings"]]
+    findings = check_findings(_read_all(files), prov, gpu)
     if fmt == "json":
         json.dump([f.to_dict() for f in findings], sys.stdout, indent=1)
         print()

@@ -29,14 +29,14 @@ from itertools import filterfalse
 
 from hpcbench.parse.known import GOOD_MAX, Known, Windows
 from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
-from hpcbench.parse.prefixes import continues
+from hpcbench.parse.prefixes import WRAP_MIN, continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
     import hpcbench.parse._scan as _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None  # type: ignore[assignment]
-if _scan is not None and (getattr(_scan, "ABI", None) != 2 or os.environ.get(C_ENV) == "0"):
+if _scan is not None and (getattr(_scan, "ABI", None) != 3 or os.environ.get(C_ENV) == "0"):
     _scan = None  # type: ignore[assignment]  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
@@ -102,11 +102,11 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         odd = [] if bounds is None else _two_tags(buf, first, last, bounds)
         if bounds is not None and odd:
             bounds = sorted(set(bounds + odd))
-    others = None if bounds is None else _hand_on(buf, bounds, first, last, hi, known)
-    if others is None:
+    if bounds is None:
         if c is not None:
             c.rollback()  # the line path reads the span: as if the scan had not kept its messages
         return None
+    others, joined = _hand_on(buf, bounds, first, last, hi, known)
     if c is None:  # the messages of the lines with one tag, as the C scanner finds them
         segments = _segments(first + 1, last, odd)
         msgs = [m for a, b in segments for m in MSG.findall(buf, a, b)]
@@ -114,6 +114,8 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     else:
         new, nranks, fresh = _fresh_found(buf, found, seen, c)
     taken = {s for s, _, _ in others}
+    if joined:
+        fresh = _unjoined(buf, joined, fresh, new, last, taken, seen)
     events = sorted([(s, "line", line, pred) for s, line, pred in others]
                     + [(s, "fresh", line, -1) for s, line in fresh if s not in taken])
     parts: Parts = [("text", buf[lo:first])]
@@ -213,32 +215,74 @@ def _segments(lo: int, hi: int, skip: list[tuple[int, int]]) -> list[tuple[int, 
 
 
 def _hand_on(buf: bytes, bounds: list[tuple[int, int]], first: int, last: int, hi: int, known: Known
-             ) -> list[tuple[int, bytes, int]] | None:
-    """(start, line, length of the line before it if that one is plain, else -1) for the lines ``bounds``
-    and for the last line (the next span's first line may continue it); None when one may be the rest of
-    a wrapped line."""
+             ) -> tuple[list[tuple[int, bytes, int]], set[int]]:
+    """(start, line, length of the line before it if that one is plain and not handed on, else -1) for the
+    lines ``bounds`` and for the last line (the next span's first line may continue it); and the starts of
+    the plain lines handed on because the next line may be their rest (``_add``)."""
     out: list[tuple[int, bytes, int]] = []
+    joined: set[int] = set()
     prev_end = first  # the first line is read by the line path: a line after it is read as usual
     for start, end in bounds:
-        if not _add(buf, start, end, prev_end, known, out):
-            return None
+        _add(buf, start, end, prev_end, known, out, joined)
         prev_end = end
-    return out if _add(buf, last + 1, hi, prev_end, known, out) else None
+    _add(buf, last + 1, hi, prev_end, known, out, joined)
+    return out, joined
 
 
-def _add(buf: bytes, start: int, end: int, prev_end: int, known: Known, out: list[tuple[int, bytes, int]]) -> bool:
-    """Hand on ``buf[start:end]``; False when it may be the rest of the plain line before it."""
+def _add(buf: bytes, start: int, end: int, prev_end: int, known: Known, out: list[tuple[int, bytes, int]],
+         joined: set[int]) -> None:
+    """Hand on ``buf[start:end]``. When it may be the rest of the plain line before it (a hard-wrapped line,
+    prefixes.continues), that line is handed on first, so the line path joins the two as it does reading
+    every line (once the whole span went to the line path then: a training print after each NCCL line
+    made a 256 MB log 20x slower)."""
     line = buf[start:end]
     known.learn(line)
     pred = -1
     if start - 1 != prev_end:  # the line before was plain, and is not read as such: could this continue it?
         ps = buf.rfind(b"\n", 0, start - 1) + 1
         before = ps - 1 - (buf.rfind(b"\n", 0, ps - 1) + 1) if ps > 0 else 0
-        if continues(buf[ps:start - 1].decode(), line.decode(), before):
-            return False
-        pred = start - 1 - ps
+        if start - 1 - ps >= WRAP_MIN and continues(buf[ps:start - 1].decode(), line.decode(), before):
+            out.append((ps, buf[ps:start - 1], -1 if ps - 1 == prev_end else before))
+            joined.add(ps)
+        else:
+            pred = start - 1 - ps
     out.append((start, line, pred))
-    return True
+
+
+def _unjoined(buf: bytes, joined: set[int], fresh: list[tuple[int, bytes]], new: set[bytes], last: int,
+              taken: set[int], seen: Seen) -> list[tuple[int, bytes]]:
+    """``fresh`` where a new message's first line was handed on with the next line glued on (``_add``): the
+    line path read it only so, and reads its next copy alone, which is handed on too; with no copy in the
+    span the message is forgotten (and taken out of ``new``), so a later span hands on its next copy. An
+    init line is known by its rank and nranks, which the rest of a line does not change."""
+    out = list(fresh)
+    for s, line in fresh:
+        m = MSG.search(line) if s in joined else None
+        if m is None or _INIT.match(b"\n" + m.group(0)):
+            continue
+        msg = m.group(0)
+        at = _next_copy(buf, msg, s + len(line), last, joined)
+        if at is None:
+            new.discard(msg)
+            seen.msgs.discard(msg)
+            if seen.c is not None:
+                seen.c.forget(msg)
+        elif at[0] not in taken:
+            out.append(at)
+    return sorted(out)
+
+
+def _next_copy(buf: bytes, msg: bytes, frm: int, last: int, joined: set[int]) -> tuple[int, bytes] | None:
+    """(start, line) of the next line after ``frm``, up to ``last``, whose message is ``msg`` and that is not
+    read with the next line glued on."""
+    while (i := buf.find(msg, frm, last)) >= 0:
+        end = i + len(msg)
+        if buf[i - 1:i] == b" " and (end == last or buf[end:end + 1] == b"\n"):
+            s = buf.rfind(b"\n", 0, i) + 1
+            if s not in joined:
+                return s, buf[s:end]
+        frm = end
+    return None
 
 
 def _fresh(buf: bytes, segments: list[tuple[int, int]], msgs: list[bytes], seen: Seen

@@ -1,5 +1,7 @@
 """Horovod synthetic benchmark totals and tf_cnn_benchmarks' ``total images/sec``. The last value wins:
-a benchmark prints per-iteration lines first and its summary at the end.
+a benchmark prints per-iteration lines first and its summary at the end. Per-iteration lines after the last
+summary ('Iter #3: 62.9 img/sec per GPU', tf_cnn's '10  images/sec: 205.3 +/- 0.0') are counted: a run cut
+before its summary is a run that printed N iterations, never "nothing recognised".
 
 Horovod prints its device in the line: ``Img/sec per GPU``/``CPU``, ``Total img/sec on N GPU(s)``/``CPU(s)``.
 The rank count is the N of that line, else the script's ``Number of GPUs: N``, else the launcher's
@@ -14,8 +16,9 @@ from typing import Any
 PER_DEVICE = re.compile(r"Img/sec per (GPU|CPU):\s*([\d.]+)\s*\+-\s*([\d.]+)")
 TOTAL = re.compile(r"Total img/sec on (\d+) (GPU|CPU)\(s\):\s*([\d.]+)\s*\+-\s*([\d.]+)")
 TF_TOTAL = re.compile(r"total images/sec:\s*([\d.]+)")
+ITER = re.compile(r"Iter #(\d+):\s*([\d.]+) img/sec per (GPU|CPU)|^\s*(\d+)\s+images/sec:\s*([\d.]+)")
 NUMBER_OF = re.compile(r"^Number of (GPU|CPU)s: (\d+)\s*$")
-LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|orterun|horovodrun)(?:\.\w+)?\s(?:.*?\s)?(?:-np|-n|--np|-c)\s+(\d+)\b")
+LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|orterun|horovodrun)(?:\.\w+)?\s(?:.*?\s)??(?:-np|-n|--np|-c)\s+(\d+)\b")
 
 
 class HorovodState:
@@ -28,6 +31,8 @@ class HorovodState:
         self.number_of: int | None = None  # "Number of GPUs: N"
         self.np: int | None = None  # the last launcher -np read
         self.np_at_total: int | None = None  # the launcher -np in force when the totals were printed
+        self.iters = 0  # per-iteration lines since the last summary
+        self.last_iter: float | None = None  # the rate of the last one
         self.seen = False
 
     def feed(self, text: str) -> None:
@@ -43,6 +48,12 @@ class HorovodState:
                 self.np = int(m.group(1))
 
     def _rates(self, text: str) -> None:
+        if "Iter #" in text or ("images/sec:" in text and "total" not in text):
+            m = ITER.search(text)
+            if m:
+                self.iters += 1
+                self.last_iter, self.seen = float(m.group(2) or m.group(5)), True
+            return
         if "Img/sec per " in text:
             m = PER_DEVICE.search(text)
             if m:
@@ -53,12 +64,12 @@ class HorovodState:
             if m:
                 self.count, self.device = int(m.group(1)), m.group(2)
                 self.total, self.total_err, self.seen = float(m.group(3)), float(m.group(4)), True
-                self.np_at_total = self.np
+                self.np_at_total, self.iters = self.np, 0
         elif "images/sec" in text:
             m = TF_TOTAL.search(text)
             if m:
                 self.total, self.total_err, self.seen = float(m.group(1)), None, True
-                self.np_at_total = self.np
+                self.np_at_total, self.iters = self.np, 0
 
     def result(self) -> dict[str, Any] | None:
         if not self.seen:
@@ -72,4 +83,7 @@ class HorovodState:
                 "num_gpus": self.count if self.device == "GPU" else None,
                 "per_cpu_img_sec": cpu and cpu[0], "per_cpu_img_sec_err": cpu and cpu[1],
                 "num_cpus": self.count if self.device == "CPU" else None,
-                "ranks": ranks, "ranks_source": source, "launcher_np": launcher}
+                "ranks": ranks, "ranks_source": source, "launcher_np": launcher,
+                # a run after the last summary that printed iterations and no summary of its own (cut, or stopped)
+                "unfinished": {"iterations": self.iters, "last_img_sec": self.last_iter, "launcher_np": self.np}
+                if self.iters else None}

@@ -37,6 +37,7 @@ REDOPS = {"sum", "prod", "max", "min", "avg", "premulsum", "mulsum", "none"}
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d$|\d\d:\d\d:\d\d$")  # a row's trailing time stamp (v2.17.6+)
 _TAG = re.compile(r"\s*(\[\d+\])\s")  # a launcher tag that starts each output fragment of a row
+_SRUN_LABEL = re.compile(r"\d+:\s+(?=[#\d\s]|[A-Za-z#])")  # srun -l's "12: " before every line of task 12
 _PERITER = ("i_min", "i_max", "i_p99", "i_cv%")
 
 
@@ -74,6 +75,8 @@ class NcclTestsState:
         s = text.strip()
         if not s:
             return
+        if s[:1].isdigit() and (label := _SRUN_LABEL.match(s)):  # no row starts "N: ", so this is srun -l's
+            s = s[label.end():]
         m = _TAG.match(s + " ")
         if m:  # "[0]   1024  256  float  sum  -1[0]  10.1 ...": the tag of every fragment goes
             s = s.replace(m.group(1), " ").strip()

@@ -188,22 +188,44 @@ def _split_marker(line: Line, rest: str, bare: bool = False) -> Line:
     return line
 
 
-_WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
+WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
 _ROW = re.compile(r"\s*\d+\s+\d+\s")
 _WHOLE_EDGE = re.compile(r"\s*(?:Ring|Channel|CollNet|Coll) \d+\S* : .* via ")
 _NOT_CONTINUATIONS = ("/sec", "NCCL version", MARK)
+# What a program prints as a line of its own, never the rest of a wrapped one: a progress print ("step 1: loss
+# 0.5", "Epoch 3/10", "Iter #2", "loss=0.5", "hpcbench: ..."), a sentence ("Initializing NCCL across 2 nodes"),
+# a shell prompt or a rule of "=", "-" or "*".
+_OWN_LINE = re.compile(r"[A-Za-z]+ #?\d|[A-Za-z]{2,}[:=]|[A-Z][a-z]+ |[$>] |([=*-])\1\1")
+# A terminal cuts at a column, where a training print starts a line of its own; no shape tells every print
+# from every rest, so a line is joined only where the message before it shows that it was cut:
+# - an edge line whose transport is not whole ("via P2P/IPC/re", "0[1a0"), or whole and extended ("NET/IB/0"
+#   + "/GDRDMA"): after "via NET/IB/1/GDRDMA", "step 1: loss 0.5" is a print (issue 25);
+# - any other line when the rest starts with a blank (the cut fell on it), as in ddp_7.log.
+# A wrapped message of another kind is left cut: rarer, and less harm, than a print glued onto a fact.
+_VIA = re.compile(r"\bvia\s+(.+?)\s*$")
+_WHOLE_TRANSPORT = re.compile(
+    r"(?:P2P/(?:IPC|CUMEM|MNNVL|direct pointer|direct|indirect/\d+\[\d+\])(?:/(?:read|CE))*"
+    r"|SHM(?:/(?:direct|CE))*|direct shared memory|NVLS"
+    r"|(?:NET|COLLNET)/[A-Za-z][\w ]*/\d+(?:\(\d+\))?(?:/GDRDMA)?(?:\(PCI\))?(?:/Shared)?)")
+_EDGE_CUT = re.compile(r"NCCL INFO[ \t]+(?:Channel|Ring|CollNet|Coll) \d+\S* : (?![\d ]*$)")  # not a ring listing
 
 
 def continues(prev: str, cur: str, before: int) -> bool:
     """Whether ``cur`` is the rest of ``prev``, an NCCL line hard-wrapped by a terminal. ``before``: the
     length of the line before ``prev``. A terminal cuts at its width, so the first part is at least as
-    long as the line before it; ``cur`` starts nowhere (no prefix, label, table row or message of its own).
-    Only the three lines decide, so the fast path, which skips most lines, decides alike."""
-    if len(prev) < max(_WRAP_MIN, before) or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
+    long as the line before it; ``prev`` shows it was cut (above); ``cur`` starts nowhere (no prefix, label,
+    table row, message or print of its own). Only the three lines decide, so the fast path, which skips most
+    lines, decides alike."""
+    if len(prev) < max(WRAP_MIN, before) or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
         return False
     if any(k in cur for k in _NOT_CONTINUATIONS) or _WHOLE_EDGE.match(cur):
         return False
-    if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur):
+    if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur) or _OWN_LINE.match(cur):
+        return False
+    if (via := _VIA.search(prev)) is not None:
+        if _WHOLE_TRANSPORT.fullmatch(via.group(1)) and not cur.startswith(("/", "(")):
+            return False
+    elif not _EDGE_CUT.search(prev) and not cur.startswith((" ", "\t")):
         return False
     ln = clean(cur)
     return not (ln.host or ln.level or ln.tag or ln.rank is not None or ln.text != cur.lstrip(" \t"))

@@ -1,4 +1,5 @@
-"""hpcbench result records printed into a log (one JSON object per line) or a result.json itself."""
+"""hpcbench's own lines in a log: result records (one JSON object per line, or a result.json itself) and the
+summary line of what a point measured (workloads/summary.py writes both at the end of a job log)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,24 @@ import json
 from typing import Any
 
 from hpcbench.errors import SchemaError
+from hpcbench.workloads import summary
 
 MARK = "hpcbench.result/"
+
+
+class Summaries:
+    """The summary lines read (``hpcbench: <label>: 1574.9 samples/s, ...``), in file order: a log may hold
+    several points' (job logs concatenated)."""
+
+    def __init__(self) -> None:
+        self.points: list[dict[str, Any]] = []
+
+    def feed(self, text: str) -> None:
+        if summary.MARK in text and (got := summary.read(text.strip())) is not None:
+            self.points.append(got)
+
+    def result(self) -> list[dict[str, Any]] | None:
+        return self.points or None
 
 
 def _is_result(doc: Any) -> bool:

@@ -31,6 +31,7 @@ class Scanner:
         self.tests = NcclTestsState()
         self.horovod = HorovodState()
         self.records: list[dict[str, Any]] = []
+        self.summaries = results.Summaries()
         self.warnings: list[str] = []
         self.tags: dict[str, None] = {}
         self._pending: str | None = None
@@ -70,6 +71,7 @@ class Scanner:
         if ln.level is None:
             self.tests.feed(ln.text)
             self.horovod.feed(ln.text)
+            self.summaries.feed(ln.text)
             if results.MARK in text:
                 rec = results.from_line(ln.text, self.warnings)
                 if rec is not None:

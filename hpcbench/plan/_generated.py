@@ -17,6 +17,8 @@ class SweepInfo:
     name: str = ""
     description: str = ""
     repeats: int = 1
+    order: str = "shuffled"
+    seed: int = 1
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class SlurmSettings:
     modules: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     sbatch_args: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
     launcher_args: tuple[str, ...] = ()
     max_jobs_in_queue: int = 0
     pack: bool = False

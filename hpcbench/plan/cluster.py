@@ -11,6 +11,7 @@ written or submitted.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ SLURM_DEFAULT_KEYS = ("partition", "account", "qos", "gres", "time", "cpus_per_t
 # Keys whose values are prepended to the sweep's (site stack first, then the sweep's own additions).
 SLURM_LIST_KEYS = ("module_use", "modules", "sbatch_args")
 LIMIT_KEYS = ("max_nodes", "max_gpus_per_node", "max_cpus_per_node", "max_time")
+INLINE = "inline"  # the name of a sweep's [cluster] table that gives none: it names no cluster
+INSTALLED = Path(sys.prefix) / "share" / "hpcbench" / "clusters"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,11 @@ class ClusterProfile:
 
     def get(self, key: str, default: Any = None) -> Any:
         return dict(self.slurm).get(key, default)
+
+    @property
+    def cluster_name(self) -> str | None:
+        """The cluster's name, as runs record it (history, references); None for an inline table without one."""
+        return None if self.name == INLINE else self.name
 
 
 _OWN: dict[str, checks.Checker] = {
@@ -83,6 +91,7 @@ def search_dirs(sweep_path: str | Path | None) -> list[Path]:
         here = Path(sweep_path).resolve().parent
         dirs += [here / "clusters", here.parent / "clusters"]
     dirs.append(Path.cwd() / "clusters")
+    dirs.append(INSTALLED)  # the profiles pip installed with hpcbench (setup.cfg [options.data_files])
     return dirs
 
 

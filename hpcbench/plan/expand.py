@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import random
 import re
 from dataclasses import replace
 from typing import Any
@@ -100,6 +101,36 @@ def expand(spec: SweepSpec) -> list[Point]:
                 seen.add(pid)
                 points.append(Point(id=pid, label=label(params, repeats, axes), **params, **extra))
     return points
+
+
+def run_order(spec: SweepSpec, points: list[Point]) -> list[Point]:
+    """The points in the order they are submitted, and so run: ``[sweep] order``.
+
+    shuffled: repeats run in rounds, each round every point once, in an order of its own drawn from
+    ``[sweep] seed`` (the same seed, the same order). A machine that slows down over the run (heat, another
+    job, a filling disk) then slows every backend and layout alike, instead of the ones declared last.
+    declared: the matrix's own order, every repeat of a point one after the other."""
+    if spec.sweep.order == "declared":
+        return list(points)
+    rng = random.Random(spec.sweep.seed)
+    rounds: dict[int, list[Point]] = {}
+    for p in points:
+        rounds.setdefault(p.repeat or 0, []).append(p)
+    out: list[Point] = []
+    for r in sorted(rounds):
+        batch = list(rounds[r])
+        rng.shuffle(batch)
+        out += batch
+    return out
+
+
+def order_note(spec: SweepSpec) -> str:
+    """How the points are ordered, for the plan's output and plan.json."""
+    if spec.sweep.order == "declared":
+        return "points run in the declared order ([sweep] order = \"declared\")"
+    rounds = f", in {spec.sweep.repeats} rounds of every point once" if spec.sweep.repeats > 1 else ""
+    return (f"points run in a shuffled order{rounds} (seed {spec.sweep.seed}: [sweep] seed; the same seed gives the "
+            "same order), so drift in the machine favours no backend or layout")
 
 
 def current_jobs(spec: SweepSpec, points: list[Point]) -> list[Point]:

@@ -38,6 +38,7 @@ from hpcbench.vocab import (
     KINDS,
     LAUNCHERS,
     MODELS,
+    ORDERS,
     RENAMED,
     SCALING,
 )
@@ -218,6 +219,11 @@ SWEEP = (
             "run directories are runs/<name>-<UTC time>; default: the file's name", str),
     Setting("description", "", c.text, "what the study is for"),
     Setting("repeats", 1, c.integer(1), "each point runs this many times (separate jobs, separate ids)", int),
+    Setting("order", "shuffled", c.choice(ORDERS, "run order"), "the order the points are submitted (and so run) "
+            "in: shuffled (by seed; repeats in rounds that each hold every point once, so a machine's drift falls "
+            "on every backend alike) or declared (the matrix's own order)"),
+    Setting("seed", 1, c.integer(0), "seed of the shuffled order: the same seed, the same order (kept in plan.json)",
+            int),
 )
 
 SLURM = (
@@ -248,6 +254,10 @@ SLURM = (
     Setting("sbatch_args", (), c.sbatch_args, "extra #SBATCH lines (long options only)", tuple[str, ...],
             refuse="raw options hpcbench does not read, so no report could tell their points apart; vary the "
             "[slurm] key that says the same (partition, mem, cpus_per_task, ...)"),
+    Setting("exclude", (), c.str_list, "nodes kept out of every job (sbatch --exclude), e.g. the suspects of a hunt; "
+            "`--exclude-nodes @hunt.json` adds to it", tuple[str, ...],
+            refuse="which nodes may run the jobs, the same for every point; a node to compare is a [matrix] of "
+            "its own sweep"),
     Setting("launcher_args", (), c.str_list, "extra launcher arguments, each quoted", tuple[str, ...],
             refuse="raw options hpcbench does not read, so no report could tell their points apart; vary "
             "launcher, cpu_bind or mpi, or an environment variable in [matrix.env]"),

@@ -11,13 +11,15 @@ instead (``workloads.common.require``, the same rule), ending with an error reco
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hpcbench import proc
-from hpcbench.errors import ConfigError
+from hpcbench.errors import ConfigError, MissingExtra
 from hpcbench.plan.checks import time_seconds
 from hpcbench.plan.expand import Point
 from hpcbench.plan.spec import SweepSpec
@@ -169,13 +171,33 @@ def probe(python: str, env: dict[str, str]) -> Capabilities | None:
         return None
 
 
-def check_installation(spec: SweepSpec, points: list[Point], python: str) -> None:
-    """Raise ConfigError naming the first point the ranks' installation cannot run, with the reason."""
-    todo = [p for p in points if needs_probe(p)]
-    if not todo or spec.slurm.modules:
+_HAS_TORCH = "import importlib.util, sys; sys.exit(3 if importlib.util.find_spec('torch') is None else 0)"
+
+
+def torch_missing(python: str, env: dict[str, str]) -> bool:
+    """``python`` surely cannot import torch (a login node's core install); False where it cannot be told."""
+    if python == sys.executable and "PYTHONPATH" not in env:
+        return importlib.util.find_spec("torch") is None
+    return proc.run([python, "-c", _HAS_TORCH], timeout=60, env=env).returncode == 3
+
+
+def check_installation(spec: SweepSpec, points: list[Point], python: str, dry_run: bool = False) -> None:
+    """Raise ConfigError naming the first point the ranks' installation cannot run, with the reason; MissingExtra
+    when the ranks' interpreter has no torch at all (a dry run only writes scripts: it does not need torch here)."""
+    if spec.slurm.modules:  # a module may bring torch, or another build of it: only the job can tell
         return
     # The job exports [slurm.env] (LD_LIBRARY_PATH for a oneCCL build, say): probe with it too.
-    caps = probe(python, {**os.environ, **dict(spec.slurm.env)})
+    env = {**os.environ, **dict(spec.slurm.env)}
+    if torch_missing(python, env):
+        if dry_run:  # scripts to read: the login node need not hold torch
+            return
+        raise MissingExtra("torch", f"{spec.path}: the ranks run {python}"
+                           + (" (this interpreter: slurm.python is not set)" if python == sys.executable else ""),
+                           python)
+    todo = [p for p in points if needs_probe(p)]
+    if not todo:
+        return
+    caps = probe(python, env)
     if caps is None:
         return
     for p in todo:
@@ -188,10 +210,10 @@ def check_installation(spec: SweepSpec, points: list[Point], python: str) -> Non
                                    f"\"{p.backend}\"; check with: hpcbench env")
 
 
-def check(spec: SweepSpec, points: list[Point], python: str) -> None:
-    """Every plan-time refusal, before anything is written or submitted."""
+def check(spec: SweepSpec, points: list[Point], python: str, dry_run: bool = False) -> None:
+    """Every plan-time refusal, before anything is written or submitted (a dry run's: only those of the plan)."""
     if not points:
         raise ConfigError(f"{spec.path}: the exclude entries remove every point of the matrix",
                           hint="loosen an [[exclude]] entry")
     check_cluster(spec, points)
-    check_installation(spec, points, python)
+    check_installation(spec, points, python, dry_run)

@@ -62,7 +62,8 @@ def _profile(raw: Any, override: str | None, path: str, p: str, base: Path | Non
         return None
     if isinstance(raw, str):
         return cluster.load(raw, path)
-    return cluster.from_table(raw, f"{p}cluster", f"{path}: [cluster]", base or Path(path).resolve().parent, "inline")
+    return cluster.from_table(raw, f"{p}cluster", f"{path}: [cluster]", base or Path(path).resolve().parent,
+                              cluster.INLINE)
 
 
 def _toml(text: str, path: str) -> dict[str, Any]:

@@ -32,6 +32,13 @@ def interval(v: float | None, lo: float | None, hi: float | None, digits: int = 
     return f"{num(v, digits)} ({num(lo, digits)}–{top})"
 
 
+def pct_interval(v: float | None, lo: float | None, hi: float | None) -> str:
+    """'67% (40–90%)': a fraction and its 95% interval as percentages; ∞ for no upper end."""
+    if v is None or lo is None or hi is None:
+        return pct(v)
+    return f"{pct(v)} ({pct(lo)[:-1]}–{'∞' if math.isinf(hi) else pct(hi)})"
+
+
 def pm0(v: float | None, ci: float | None, digits: int = 2) -> str:
     """'12.34 ± 0.56', or '12.34 (0–25.00)' when the interval would reach below zero: times are never negative."""
     if v is not None and ci is not None and v - ci < 0:

@@ -3,9 +3,11 @@
     default: $XDG_DATA_HOME/hpcbench/history.sqlite (~/.local/share/... without XDG_DATA_HOME)
     $HPCBENCH_HISTORY or --history PATH: another file
 
-Every ``hpcbench summarize`` records one row per point x repeat: the tidy row summarize already built
-(every declared measurement parameter is a column), the cluster, the versions and the hpcbench commit
-the ranks ran with (from their provenance files), the run it came from and the date it was measured.
+Every ``hpcbench summarize`` records one row per measured point x repeat: the tidy row summarize already built
+(every declared measurement parameter is a column), the cluster (its profile's name), the versions and the
+hpcbench commit the ranks ran with (from their provenance files), the run it came from and the date it was
+measured. A point that was run is measured, whether it gave a result or failed (the trend says its latest run
+failed); a log with no measurement (NCCL lines only), a point never submitted or one still in the queue is not.
 A run summarized again replaces its own rows (a point that finished since is updated, never doubled).
 
 Concurrency: WAL journal and a busy timeout, and each summarize writes its rows in one IMMEDIATE
@@ -30,7 +32,7 @@ from hpcbench import __version__
 from hpcbench.errors import HistoryError
 from hpcbench.files import utcnow
 from hpcbench.plan.fields import NAMES, POINT_KEY
-from hpcbench.vocab import RENAMED
+from hpcbench.vocab import LIVE_STATES, NOT_MEASURED, NOT_SUBMITTED, RENAMED
 
 if TYPE_CHECKING:  # the figures load when a report is made, not when history is queried
     from hpcbench.figures.samples import Sample
@@ -174,11 +176,18 @@ def _provenance_facts(sample: Sample) -> tuple[dict[str, Any], str | None, str |
     return {}, None, None
 
 
+def measured(s: Sample) -> bool:
+    """A run of the point was made and is over: it has a result, or the reason it has none."""
+    return s.state not in (NOT_MEASURED, NOT_SUBMITTED, *LIVE_STATES)
+
+
 def rows_of(samples: Iterable[Sample], tidy: Iterable[dict[str, Any]], runs: dict[str, str],
             now: str) -> list[dict[str, Any]]:
-    """The history rows of summarize's samples and their tidy rows. ``runs``: source -> run id."""
+    """The history rows of summarize's measured samples and their tidy rows. ``runs``: source -> run id."""
     out = []
     for s, t in zip(samples, tidy):
+        if not measured(s):
+            continue
         versions, commit, date = _provenance_facts(s)
         params = {n: t.get(n) for n in NAMES}
         row = {"run": runs.get(s.source, s.source), "source": s.source, "point_key": point_key(s.cluster, params),
@@ -208,6 +217,8 @@ def record(rows: list[dict[str, Any]], path: Path | None = None) -> Path:
         db.execute("BEGIN IMMEDIATE")
         db.executemany("INSERT OR REPLACE INTO runs (run, source, recorded_at) VALUES (?, ?, ?)",
                        [(run, src, now) for run, src in runs.items()])
+        # the run's rows replaced whole: a point recorded earlier that is no longer measured leaves none behind
+        db.executemany("DELETE FROM records WHERE run = ?", [(run,) for run in runs])
         db.executemany(sql, [tuple(_plain(r.get(c)) for c in cols) for r in rows])
         db.execute("COMMIT")
     except sqlite3.Error as e:

@@ -3,9 +3,10 @@ ranks), never by a file name unless nothing else tells two logs apart."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hpcbench.figures.aggregate import Agg
+if TYPE_CHECKING:  # `hpcbench history` names points from its database's fields, without the figures
+    from hpcbench.figures.aggregate import Agg
 
 
 def network(a: Agg) -> str | None:
@@ -31,11 +32,17 @@ def placement(a: Agg) -> str:
 
 def what(a: Agg) -> str:
     """framework-backend and model (the collective, for a communication benchmark)."""
-    if a.framework == "nccl-tests":
-        return f"nccl-tests {a.collective}"
-    fw = a.framework if a.framework not in ("?", None) else "?"
-    backend = f"-{a.backend}" if a.backend not in ("?", None, "none") else ""
-    model = f" {a.model}" if a.kind == "train" and a.model not in ("?", None) else ""
+    return describe(a.framework, a.backend, a.model, a.kind, a.collective)
+
+
+def describe(framework: str | None, backend: str | None, model: str | None, kind: str | None,
+             collective: str | None) -> str:
+    """``what`` of a point's fields: an unknown one is '?' (the framework) or left out, never None."""
+    if framework == "nccl-tests":
+        return f"nccl-tests {collective or '?'}"
+    fw = framework if framework not in ("?", None) else "?"
+    backend = f"-{backend}" if backend not in ("?", None, "none") else ""
+    model = f" {model}" if kind == "train" and model not in ("?", None) else ""
     return f"{fw}{backend}{model}"
 
 

@@ -21,7 +21,7 @@ from hpcbench.report.names import names_apart, network, unit, what
 from hpcbench.report.tables_collectives import Peaks, curves, peak_of, present, without_figures
 from hpcbench.report.tables_scaling import train
 
-MANY = 6  # series beyond which the legend gets one "ideal" entry instead of one per series
+LEGEND_CHARS = 120  # a legend row holds about this many characters: as many columns as its longest label allows
 MAX_BARS = 60  # a stacked bar per point stops being readable beyond this
 SMALL = 64 << 10  # the latency plot: messages up to 64 KiB, where time is latency, not bandwidth
 FIGSIZE = (8.0, 5.0)
@@ -54,99 +54,165 @@ def _series(aggs: list[Agg]) -> dict[str, list[Agg]]:
     return {names[id(g[0])]: sorted(g, key=lambda a: (a.world_size, a.nodes or 0)) for g in groups.values()}
 
 
-def _best_per_size(points: list[Agg]) -> list[Agg]:
-    """One measured point per total size: the best layout (the placement table shows the others)."""
-    best: dict[int, Agg] = {}
+# Each node count its own marker and line style, the same on every series: 1x2 and 2x1 are both drawn, told
+# apart by their marker, and a line joins the points with the same number of nodes (scaling within them).
+NODE_STYLES = (("o", "-"), ("s", "-."), ("^", ":"), ("D", (0, (5, 1))), ("v", (0, (3, 1, 1, 1))), ("P", "-"))
+COMM, COMPUTE = "tab:orange", "tab:blue"  # comm_compute's two parts: never one colour
+
+
+def _layouts(points: list[Agg]) -> dict[int, list[Agg]]:
+    """A series' measured points by node count, each by size: every layout, none kept out for a faster one."""
+    out: dict[int, list[Agg]] = {}
     for a in points:
-        size = a.world_size
-        if size and a.ok and a.throughput and (size not in best or a.throughput > cast(float, best[size].throughput)):
-            best[size] = a
-    return [best[k] for k in sorted(best)]
+        if a.world_size and a.ok and a.throughput:
+            out.setdefault(a.nodes or 0, []).append(a)
+    return {n: sorted(v, key=lambda a: cast(int, a.world_size)) for n, v in sorted(out.items())}
 
 
-def _sizes(pts: list[Agg]) -> list[int]:
-    """The total sizes of points that _best_per_size kept (each has one)."""
-    return [cast(int, a.world_size) for a in pts]
+def _node_styles(aggs: list[Agg]) -> dict[int, tuple[str, Any]]:
+    counts = sorted({a.nodes or 0 for a in train(aggs) if a.world_size and a.ok})
+    return {n: NODE_STYLES[i % len(NODE_STYLES)] for i, n in enumerate(counts)}
 
 
-def _yerr(pts: list[Agg]) -> tuple[list[list[float]], list[tuple[int, float]]]:
-    """Asymmetric error bars from each point's interval (0 where it has none), and where the top is unbounded."""
-    thr = [cast(float, a.throughput) for a in pts]  # measured points only (_best_per_size)
-    low = [t - a.throughput_lo if a.throughput_lo is not None else 0.0 for a, t in zip(pts, thr)]
-    finite = [a.throughput_hi - t if a.throughput_hi is not None and math.isfinite(a.throughput_hi)
-              else 0.0 for a, t in zip(pts, thr)]
-    unbounded = [(x, t) for a, x, t in zip(pts, _sizes(pts), thr) if a.throughput_hi is not None and
-                 math.isinf(a.throughput_hi)]
-    return [low, finite], unbounded
+def _node_label(n: int, aggs: list[Agg]) -> str:
+    posing = any(a.one_host_posing for a in train(aggs) if a.nodes == n)
+    what = f"{n} node{'s' if n != 1 else ''}" if n else "nodes not shown"
+    return what + (" (Slurm nodes on one host)" if posing else "") + " (marker)"
 
 
-def _mark_failed(ax: Any, aggs: list[Agg]) -> None:
-    """Each training point without a result: an x on the axis at its size, with its state."""
+def _dodge(slots: dict[int, list[Any]]) -> Callable[[int, Any], float]:
+    """The x offset of a slot (a series' layout) at a size: where several sit at one size they stand side by side,
+    each error bar visible; a point alone at its size stays on its tick."""
+    sizes = sorted(slots)
+    gap = min((b - a for a, b in zip(sizes, sizes[1:])), default=1)
+    step = 0.3 * gap / max(len(v) for v in slots.values()) if slots else 0.0
+    return lambda size, slot: (slots[size].index(slot) - (len(slots[size]) - 1) / 2) * step
+
+
+def _errors(values: list[float], los: list[float | None], his: list[float | None]
+            ) -> tuple[list[list[float]], list[int]]:
+    """Asymmetric error bars from each value's interval (0 where it has none), and the indices whose top is
+    unbounded (drawn as an arrow up, never a bar to an invented top)."""
+    low = [v - lo if lo is not None else 0.0 for v, lo in zip(values, los)]
+    high = [hi - v if hi is not None and math.isfinite(hi) else 0.0 for v, hi in zip(values, his)]
+    return [low, high], [i for i, hi in enumerate(his) if hi is not None and math.isinf(hi)]
+
+
+def _draw(ax: Any, xs: list[float], ys: list[float], los: list[float | None], his: list[float | None],
+          color: str, style: tuple[str, Any], label: str) -> None:
+    """One layout of one series; ``label`` names the series for a reader of the figure (the legend is built apart)."""
+    yerr, unbounded = _errors(ys, los, his)
+    ax.errorbar(xs, ys, yerr=yerr, marker=style[0], linestyle=style[1] if len(xs) > 1 else "none", color=color,
+                capsize=3, markersize=6, label=label)
+    for i in unbounded:  # no upper end: a dotted arrow to the top of the axes, never a bar to an invented top
+        ax.annotate("", xy=(xs[i], 1.0), xycoords=("data", "axes fraction"), xytext=(xs[i], ys[i]), textcoords="data",
+                    arrowprops={"arrowstyle": "->", "color": color, "linestyle": ":", "shrinkA": 4, "shrinkB": 0})
+
+
+def _curves(ax_values: list[tuple[Any, Callable[[Agg], tuple[float | None, float | None, float | None]]]],
+            aggs: list[Agg], need_speedup: bool = False) -> list[Any]:
+    """Draw every series' every layout on each (axes, value of a point) pair; the legend's handles: one per series
+    (its colour), one per node count (its marker and line)."""
+    from matplotlib.lines import Line2D
+
+    series = {name: {n: [a for a in pts if not need_speedup or a.speedup is not None]
+                     for n, pts in _layouts(group).items()} for name, group in _series(aggs).items()}
+    styles = _node_styles(aggs)
+    slots: dict[int, list[Any]] = {}
+    for name, layouts in series.items():
+        for n, pts in layouts.items():
+            for a in pts:
+                slots.setdefault(cast(int, a.world_size), []).append((name, n))
+    dodge = _dodge(slots)
+    handles = []
+    for k, (name, layouts) in enumerate(series.items()):
+        color = f"C{k % 10}"
+        drawn = False
+        for n, pts in layouts.items():
+            if not pts:
+                continue
+            drawn = True
+            xs = [cast(int, a.world_size) + dodge(cast(int, a.world_size), (name, n)) for a in pts]
+            for ax, value in ax_values:
+                vals = [value(a) for a in pts]
+                _draw(ax, xs, [cast(float, v[0]) for v in vals], [v[1] for v in vals], [v[2] for v in vals],
+                      color, styles[n], name)
+        if drawn:
+            handles.append(Line2D([], [], color=color, linewidth=6, label=name))
+    handles += [Line2D([], [], color="dimgrey", marker=m, linestyle=ls, label=_node_label(n, aggs))
+                for n, (m, ls) in styles.items()]
+    if any(getattr(t, "arrow_patch", None) is not None for ax, _ in ax_values for t in ax.texts):
+        handles.append(Line2D([], [], color="dimgrey", linestyle=":", marker=r"$\uparrow$",
+                              label="95% CI with no upper end (arrow to the top)"))
+    return handles
+
+
+def _mark_failed(ax: Any, aggs: list[Agg]) -> list[Any]:
+    """Each training point without a result: an x on the axis at its size, with its state; its legend handle."""
     failed = [a for a in train(aggs) if not a.ok and a.world_size]
     if not failed:
-        return
+        return []
     where = ax.get_xaxis_transform()  # x in data, y in axes fraction: the bottom edge whatever the scale
-    ax.plot([a.world_size for a in failed], [0.02] * len(failed), "x", color="red", markersize=9,
-            transform=where, clip_on=False, label=f"no result ({len(failed)} point(s); state below)")
+    line = ax.plot([a.world_size for a in failed], [0.02] * len(failed), "x", color="red", markersize=9,
+                   transform=where, clip_on=False, label=f"no result ({len(failed)} point(s); state on the axis)")[0]
     for a in failed:
         ax.annotate(a.state, (a.world_size, 0.04), xycoords=where, fontsize=6, color="red", rotation=90,
                     ha="center", va="bottom")
+    return [line]
 
 
 def scalability(aggs: list[Agg], baseline: str) -> Any:
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    series = _series(aggs)
-    for n, (name, group) in enumerate(series.items()):
-        pts = _best_per_size(group)
-        if not pts:
-            continue
-        yerr, unbounded = _yerr(pts)
-        xs = _sizes(pts)
-        line = ax.errorbar(xs, [a.throughput for a in pts], yerr=yerr, marker="o",
-                           capsize=3, label=name, linestyle="-" if len(pts) > 1 else "none")
-        if unbounded:  # the interval has no upper end: an arrow up, never a bar to an invented top
-            ax.plot(*zip(*unbounded), marker="^", linestyle="none", color=line[0].get_color(), markersize=9)
-        base = next((a for a in pts if a.base_throughput), None)
-        if base is not None and base.base_throughput and base.base_world_size and len(pts) > 1:  # set together
-            label = f"ideal ({name})" if len(series) <= MANY else ("ideal (dashed, same colour)" if n == 0 else "_")
-            ax.plot(xs, [base.base_throughput * x / base.base_world_size for x in xs], linestyle="--",
-                    color=line[0].get_color(), alpha=0.6, label=label)
-    _mark_failed(ax, aggs)
+    handles = _curves([(ax, lambda a: (a.throughput, a.throughput_lo, a.throughput_hi))], aggs)
+    bases = {(a.base_throughput, a.base_world_size) for a in train(aggs) if a.base_throughput and a.base_world_size}
+    ideal = []
+    for n, (thr, world) in enumerate(sorted(cast(set[tuple[float, int]], bases))):
+        xs = sorted({world, *(a.world_size for a in train(aggs) if a.world_size and a.base_throughput == thr)})
+        if len(xs) > 1:
+            line = ax.plot(xs, [thr * x / world for x in xs], linestyle="--", color="grey", linewidth=1)[0]
+            if n == 0:
+                line.set_label("ideal: baseline throughput × ranks / its ranks")
+                ideal.append(line)
+    handles += ideal + _mark_failed(ax, aggs)
     _count_ticks(ax, aggs)
     ax.set_ylim(bottom=0)
     u = unit(train(aggs))
     ax.set(title=f"Scalability: throughput vs total {u}; 95% CI bars; baseline: {baseline}",
            xlabel=f"total {u}", ylabel="throughput (samples/s)")
     ax.title.set_fontsize(10)
-    _finish(ax)
+    ax.grid(True, alpha=0.3)
+    _legend_below(fig, handles)
     return fig
 
 
 def speedup_efficiency(aggs: list[Agg], baseline: str) -> Any:
     plt = _plt()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.0, 4.5))
-    top = 1
-    for name, group in _series(aggs).items():
-        pts = [a for a in _best_per_size(group) if a.speedup is not None]
-        if len(pts) < 2:  # a speedup needs a curve
-            continue
-        xs = _sizes(pts)
-        top = max(top, *xs)
-        ax1.plot(xs, [a.speedup for a in pts], marker="o", label=name)
-        ax2.plot(xs, [cast(float, a.efficiency) * 100 for a in pts], marker="o", label=name)  # set with speedup
+    handles = _curves([(ax1, lambda a: (a.speedup, a.speedup_lo, a.speedup_hi)),
+                       (ax2, lambda a: (pct100(a.efficiency), pct100(a.efficiency_lo), pct100(a.efficiency_hi)))],
+                      aggs, need_speedup=True)
+    sizes = [a.world_size for a in train(aggs) if a.world_size]
+    top = max([1, *sizes])
     u = unit(train(aggs))
-    ax1.plot([1, top], [1, top], linestyle="--", color="grey", label=f"ideal (speedup = {u.split()[0]})")
-    ax2.axhline(100, linestyle="--", color="grey", label="ideal (100%)")
+    handles.append(ax1.plot([1, top], [1, top], linestyle="--", color="grey", linewidth=1,
+                            label=f"ideal (speedup = {u.split()[0]}; efficiency 100%)")[0])
+    ax2.axhline(100, linestyle="--", color="grey", linewidth=1)
+    failed: list[Any] = []
     for ax in (ax1, ax2):
         _count_ticks(ax, aggs)
-        _mark_failed(ax, aggs)
-    ax1.set(title="Speedup", xlabel=f"total {u}", ylabel="speedup (×, vs baseline)")
-    ax2.set(title="Efficiency", xlabel=f"total {u}", ylabel="efficiency (%)")
+        failed = _mark_failed(ax, aggs)
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+    ax1.set(title="Speedup (95% CI bars)", xlabel=f"total {u}", ylabel="speedup (×, vs baseline)")
+    ax2.set(title="Efficiency (95% CI bars)", xlabel=f"total {u}", ylabel="efficiency (%)")
     fig.suptitle(f"Speedup and efficiency; baseline: {baseline}", fontsize=10)
-    _finish(ax1)
-    _finish(ax2)
+    _legend_below(fig, handles + failed)
     return fig
+
+
+def pct100(v: float | None) -> float | None:
+    return None if v is None else v * 100
 
 
 def _binary_sizes(ax: Any) -> None:
@@ -194,7 +260,6 @@ def collective_bw(aggs: list[Agg], peaks: Peaks | None = None,
            ylabel="busbw (GB/s, log scale)")
     ax.title.set_fontsize(10)
     _finish(ax)
-    fig.tight_layout()
     return fig
 
 
@@ -218,7 +283,6 @@ def allreduce_latency(aggs: list[Agg]) -> Any:
     ax.set(title=f"Allreduce time for small messages (up to {size(SMALL)}): the latency",
            xlabel="message size", ylabel="time per operation (µs, log scale)")
     _finish(ax)
-    fig.tight_layout()
     return fig
 
 
@@ -238,9 +302,9 @@ def comm_compute(aggs: list[Agg]) -> Any:
                              {"color": "lightgrey", "hatch": "..", "edgecolor": "grey"})):
         if k in kind:
             ax.bar(xs, [ms(a.comm_time_s) if kk == k else 0.0 for a, kk in zip(shown, kind)], bottom=compute,
-                   label=label, **style)
+                   label=label, **({"color": COMM} | style))
     if any(k != "step" for k in kind):
-        ax.bar(xs, compute, label="compute", color="tab:blue")
+        ax.bar(xs, compute, label="compute", color=COMPUTE)
     if "step" in kind:
         ax.bar(xs, [ms(a.step_time_s) if k == "step" else 0.0 for a, k in zip(shown, kind)], color="white",
                hatch="//", edgecolor="grey", label="step (not split)")
@@ -249,7 +313,6 @@ def comm_compute(aggs: list[Agg]) -> Any:
     more = f" (the {MAX_BARS} largest of {len(pts)} points)" if len(pts) > len(shown) else ""
     ax.set(title=f"Communication and compute time per step{more}", ylabel="time per step (ms)")
     _finish(ax)
-    fig.tight_layout()
     return fig
 
 
@@ -261,9 +324,17 @@ def _count_ticks(ax: Any, aggs: list[Agg]) -> None:
 
 def _finish(ax: Any) -> None:
     ax.grid(True, alpha=0.3)
-    handles = ax.get_legend_handles_labels()[0]
-    if handles:
-        ax.legend(fontsize=6 if len(handles) > MANY else 7, ncol=2 if len(handles) > 2 * MANY else 1)
+    _legend_below(ax.figure, ax.get_legend_handles_labels()[0])
+
+
+def _legend_below(fig: Any, handles: list[Any]) -> None:
+    """The legend under the axes, outside them, so that it never covers a point (savefig's tight box takes it in)."""
+    fig.tight_layout()
+    if not handles:
+        return
+    longest = max(len(str(h.get_label())) for h in handles)
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=7, frameon=False,
+               ncol=max(1, min(3, LEGEND_CHARS // max(longest, 1))))
 
 
 PLOTS: dict[str, tuple[str, Callable[..., Any], str]] = {
@@ -283,7 +354,7 @@ def has_data(name: str, aggs: list[Agg]) -> bool:
 
 
 def _save(fig: Any, path: Path) -> None:
-    fig.savefig(path, dpi=DPI)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", pad_inches=0.15)  # tight: the legend below the axes too
     _plt().close(fig)
 
 

@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # explain is imported when a report is made
 # The short table `hpcbench sweep --wait` prints when the run ends.
 TABLE_COLUMNS = ("framework", "backend", "model", "collective", "nodes", "ranks_per_node", "world_size", "state",
                  "step_time_ms", "throughput", "speedup", "efficiency", "reason")
-TABLE_HEADERS = ("framework", "backend", "model", "collective", "nodes", "ranks/node", "ranks", "state", "step ms",
-                 "samples/s", "speedup", "efficiency", "reason")
+TABLE_HEADERS = ("framework", "backend", "model", "collective", "nodes", "ranks/node", "ranks", "state",
+                 "step ms ± 95% CI", "samples/s (95% CI)", "speedup", "efficiency", "reason")
 
 
 def peaks_of(aggs: list[Agg], why: list[PointWhy]) -> Peaks:
@@ -51,6 +51,7 @@ class Report:
     check_errors: int = 0  # error-level transport checks
     regressions: int = 0  # references that failed
     plots: dict[str, str] = field(default_factory=dict)
+    out: Path | None = None  # the folder ``write`` put the report and its plots in
     _tidy: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
@@ -89,7 +90,8 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     from hpcbench.report import references as refs_mod
     from hpcbench.report.tables_collectives import collective_tables
     from hpcbench.report.tables_env import environment
-    from hpcbench.report.tables_scaling import comm_compute, gpu_util, intra_inter, placement
+    from hpcbench.report.tables_scaling import (baseline_notes, comm_compute, disagreement, gpu_util, intra_inter,
+                                                placement)
     from hpcbench.report.tables_transport import transports
 
     refs = refs_mod.load(references) if references else None  # a bad file is an error before any work
@@ -98,7 +100,7 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
     why = explain(subjects(aggs))
     intra, inter = intra_inter(aggs)
     for t in (intra, inter):
-        t.notes += base.missing
+        t.notes += baseline_notes(base) if t.rows else base.missing
     trans, check_findings = transports(aggs)
     env, differs = environment(inputs.samples)
     gpu, gpu_warn = gpu_util(aggs)
@@ -109,7 +111,9 @@ def make_report(paths: list[str | Path], baseline: str = "auto", references: str
         ref_table, regressions = refs_mod.check(refs, aggs)
         tables.append(ref_table)
     findings = {
-        "best backend at each scale": headlines.best_at_each_scale(aggs),
+        "best backend at each scale (claimed only where the 95% intervals do not overlap)":
+            headlines.best_at_each_scale(aggs),
+        "baselines": [disagreement(g) for g in base.disagree],
         "efficiency at the largest scale": headlines.efficiency_at_largest(aggs),
         "suspicious speedups": headlines.superlinear(aggs),
         "transport problems": headlines.transport_problems(check_findings),
@@ -142,10 +146,16 @@ def text(report: Report, fmt: str = "table") -> str:
 
 
 def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
-    """report.md, the PNG plots, records.csv and records.json (one row per point x repeat) into ``out``."""
+    """report.md, report.tex, the PNG plots, records.csv and records.json (one row per point x repeat) into
+    ``out``."""
+    from hpcbench.errors import ConfigError
+    from hpcbench.report.latex import latex_document
     from hpcbench.report.markdown import report_md
 
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: not a folder", hint="give a folder for the report (it is made when missing)")
     out.mkdir(parents=True, exist_ok=True)
+    report.out = out
     if plots:
         from hpcbench.report.plots import write_all
 
@@ -155,19 +165,35 @@ def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
     atomic_write_text(out / "records.csv", csv_text)
     atomic_write_text(out / "records.json", records_json(rows))
     atomic_write_text(out / "report.md", report_md(report))
+    atomic_write_text(out / "report.tex", latex_document(report))  # pdflatex report.tex, in this folder
     for rd in report.inputs.run_dirs:  # the run directory keeps its own summary.csv, as before
         mine = [r for r in rows if r["source"] == str(rd.root)]
         atomic_write_text(rd.summary_csv, csv_text if len(mine) == len(rows) else
                           format_table(mine, columns, fmt="csv"))
-    return [out / "report.md", out / "records.csv", out / "records.json",
+    return [out / "report.md", out / "records.csv", out / "records.json", out / "report.tex",
             *(out / n for n, v in report.plots.items() if v == "written")]
+
+
+def _with_intervals(row: dict[str, Any]) -> dict[str, Any]:
+    """A tidy row's step time and throughput as the short table shows them: each with its 95% interval (the step
+    time's, never below zero; throughput's its inverse), as the report's tables do."""
+    from hpcbench.figures.aggregate import throughput_interval
+    from hpcbench.report.fmt import interval, pm0
+
+    step, h, thr = row.get("step_time_ms"), row.get("step_time_ci95_ms"), row.get("throughput")
+    if step is None:
+        return {}
+    lo, hi = throughput_interval(thr, step, h)
+    return {"step_time_ms": pm0(step, h), "throughput": interval(thr, lo, hi, 1) if thr is not None else None}
 
 
 def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, Any]]]:
     """The short table `hpcbench sweep --wait` prints when a run ends; writes summary.csv into the run directory."""
     from hpcbench.figures.inputs import run_samples
 
-    samples = run_samples(rd)
+    # plan.json holds the points in the order they ran (shuffled); the table reads better in the matrix's order
+    samples = sorted(run_samples(rd), key=lambda s: (str(s.kind), str(s.framework), str(s.backend), str(s.model),
+                                                      str(s.collective), s.world_size or 0, s.nodes or 0, s.repeat))
     baseline_mod.apply(aggregate(samples), "auto")
     rows, columns = [tidy_row(s) for s in samples], tidy_columns(samples)
     atomic_write_text(rd.summary_csv, format_table(rows, columns, fmt="csv"))
@@ -175,7 +201,7 @@ def sweep_summary(rd: RunDir, fmt: str = "table") -> tuple[str, list[dict[str, A
         return format_table(rows, columns, fmt="csv"), rows
     from hpcbench.report.fmt import clip
 
-    shown = [dict(r, reason=clip(r.get("reason"), 70) or None) for r in rows]
+    shown = [dict(r, reason=clip(r.get("reason"), 70) or None, **_with_intervals(r)) for r in rows]
     # A parameter's column only where it applies to one of the run's kinds (a collective's, not an empty model).
     kinds = {s.kind for s in samples}
     heads = [(c, h) for c, h in zip(TABLE_COLUMNS, TABLE_HEADERS, strict=True)

@@ -5,15 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from hpcbench.figures.aggregate import CI_BASES, Agg
-from hpcbench.figures.baseline import scaling_label, series_key
-from hpcbench.report.fmt import clip, interval, ms, num, pct, pm0
+from hpcbench.figures.baseline import BaselineResult, scaling_label, series_key
+from hpcbench.report.fmt import clip, interval, ms, num, pct, pct_interval, pm0
 from hpcbench.report.names import settings_column, unit
 from hpcbench.tabular import Table
 
 GPU_UTIL_WARN = 80.0  # percent; vendor tuning guides ask for 80-90% and more
 
-SCALING_HEADERS = ["framework", "backend", "model", "scaling", "servers", "{unit}/server", "repeats (CI over)",
-                   "step ms ± 95% CI", "samples/s (95% CI)", "speedup", "efficiency", "baseline", "state", "reason"]
+SCALING_HEADERS = ["framework", "backend", "model", "scaling", "servers", "{unit}/server", "runs (CI over)",
+                   "step ms ± 95% CI", "samples/s (95% CI)", "speedup (95% CI)", "efficiency (95% CI)", "baseline",
+                   "state", "reason"]
+RATIO_CI = ("speedup and efficiency (95% CI): from the point's and the baseline's throughput intervals (the "
+            "half-widths of their logarithms added in quadrature); a point in a pooled baseline is not independent "
+            "of it, so its interval is a little wide")
 
 
 def _q(v: Any) -> Any:
@@ -41,7 +45,8 @@ def _scaling_row(a: Agg) -> list[Any]:
     basis = {"runs": "runs", "steps": "steps", "horovod": "Horovod ±"}.get(a.ci_basis or "", "—")
     return [a.framework, a.backend, a.model, scaling_label(a), servers(a), _q(a.ranks_per_node),
             f"{a.n_ok}/{len(a.samples)} ({basis})", pm0(ms(a.step_time_s), ms(a.step_time_ci95_s)),
-            interval(a.throughput, a.throughput_lo, a.throughput_hi, 1), num(a.speedup), pct(a.efficiency),
+            interval(a.throughput, a.throughput_lo, a.throughput_hi, 1), interval(a.speedup, a.speedup_lo, a.speedup_hi),
+            pct_interval(a.efficiency, a.efficiency_lo, a.efficiency_hi),
             a.baseline or "—", a.state, clip(a.reason, 70)]
 
 
@@ -49,6 +54,27 @@ def _table(name: str, title: str, heads: list[str], points: list[Agg], empty: st
     heads, rows = list(heads), [_scaling_row(a) for a in points]
     settings_column(heads, rows, points, 4)  # after "scaling", when other parameters or axes vary
     return Table(name, title, heads, rows, empty=empty)
+
+
+def disagreement(group: list[Agg]) -> str:
+    """Baselines of one unit of work that differ beyond their noise (figures.baseline.disagreements), said once."""
+    shown = "; ".join(f"{a.name} {interval(a.throughput, a.throughput_lo, a.throughput_hi, 0)}" for a in group)
+    return (f"warning: 1-rank runs of the same work disagree beyond their noise (their 95% intervals do not overlap): "
+            f"{shown} samples/s. They compute the same with no communication, so the gap is the machine or the setup "
+            "(binding, threads, other load), not the backend, and any speedup against one of them is off by it; "
+            "look at what differs between their runs (hpcbench explain), and repeat them ([sweep] repeats)")
+
+
+def baseline_notes(base: BaselineResult) -> list[str]:
+    """What the scaling tables say of their baseline: which kind, each shared one with its members and value, the
+    intervals, and any disagreement."""
+    kind = ("baseline: one per unit of work, shared by every framework and backend" if base.mode == "auto" else
+            f"baseline ({base.mode}): {base.description}")
+    shared = [f"shared baseline of {b.agg.model} {scaling_label(b.agg)}" + (f" ({b.members[0].apart})" if b.members[0].apart else "")
+              + f": {b.agg.n_ok} runs at 1 rank of {', '.join(sorted({f'{m.framework}-{m.backend}' for m in b.members}))}"
+              f" pooled: {interval(b.agg.throughput, b.agg.throughput_lo, b.agg.throughput_hi, 1)} samples/s"
+              for b in base.shared]
+    return [kind, *shared, RATIO_CI, *(disagreement(g) for g in base.disagree), *base.missing]
 
 
 def intra_inter(aggs: list[Agg]) -> tuple[Table, Table]:

@@ -21,12 +21,14 @@ from typing import Any
 from hpcbench.errors import ConfigError
 from hpcbench.plan.fields import POINT_KEY
 from hpcbench.report.fmt import clip, num
+from hpcbench.report.names import describe
 from hpcbench.stats import t975
 from hpcbench.tabular import Table
 
 MIN_RUNS = 3  # earlier runs needed before a flag means anything
 LAST_N = 10  # default window of earlier runs
 MAX_PLOTTED = 10  # series in the trend plot; flagged points first
+PLOT_NAME = "history.png"  # written into --out, else beside the history database
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Trend:
     interval: tuple[float, float] | None = None
     window: list[float] = field(default_factory=list)
     reference: str = ""
+    world_size: int | None = None
 
     def __getattr__(self, name: str) -> Any:  # framework, backend, model, ... for references.Reference.matches
         params = self.__dict__.get("params", {})
@@ -69,10 +72,21 @@ class Trend:
 
     @property
     def name(self) -> str:
+        """What the point is, from its fields; a field the source did not show is left out, never printed None."""
         p = self.params
-        return (f"{p.get('framework')}-{p.get('backend')} {p.get('model')} b{p.get('batch_size')} "
-                f"{p.get('nodes')}x{p.get('ranks_per_node')}"
-                + ("" if p.get("kind") == "train" else f" ({p.get('collective') or p.get('kind')})"))
+        words = [describe(p.get("framework"), p.get("backend"), p.get("model"), p.get("kind"), p.get("collective"))]
+        if p.get("batch_size") is not None:
+            words.append(f"b{p['batch_size']}")
+        nodes, rpn = p.get("nodes"), p.get("ranks_per_node")
+        if nodes is not None and rpn is not None:
+            words.append(f"{nodes}x{rpn}")
+        elif self.world_size is not None:
+            words.append(f"{self.world_size} ranks" + (f" on {nodes} nodes" if nodes is not None else ""))
+        elif nodes is not None:
+            words.append(f"{nodes} nodes")
+        if p.get("kind") not in ("train", None) and p.get("framework") != "nccl-tests":
+            words.append(f"({p.get('collective') or p.get('kind')})")
+        return " ".join(words)
 
 
 def _where(cluster: str | None, model: str | None, since: str | None) -> tuple[str, list[Any]]:
@@ -102,8 +116,8 @@ def query(db: Any, cluster: str | None = None, model: str | None = None, since: 
     each point's parameters from a single row (13 MIN()s per group would have doubled the time)."""
     where, args = _where(cluster, model, since)
     cols = ", ".join(f'"{n}"' for n in POINT_KEY)
-    params = {row[0]: dict(zip(POINT_KEY, row[1:])) for row in db.execute(
-        f"SELECT point_key, {cols} FROM records WHERE rowid IN "
+    params = {row[0]: (dict(zip(POINT_KEY, row[2:])), row[1]) for row in db.execute(
+        f"SELECT point_key, world_size, {cols} FROM records WHERE rowid IN "
         f"(SELECT MIN(rowid) FROM records{where} GROUP BY point_key)", args)}
     sql = (f"SELECT point_key, run, MIN(date) AS d, cluster, COUNT(*), SUM(ok), "
            f"AVG(CASE WHEN ok THEN throughput END), AVG(CASE WHEN ok THEN step_time_ms END), "
@@ -114,7 +128,8 @@ def query(db: Any, cluster: str | None = None, model: str | None = None, since: 
         key, run, date, cl, n, n_ok, thr, step, states, reason, versions, commit = row
         t = trends.get(key)
         if t is None:
-            t = trends[key] = Trend(key, params.get(key, {}), cl)
+            known, world = params.get(key, ({}, None))
+            t = trends[key] = Trend(key, known, cl, world_size=world)
         t.runs.append(RunPoint(run, date, n, n_ok or 0, thr, step, states or "", reason,
                                json.loads(versions) if versions else {}, commit))
     return sorted(trends.values(), key=lambda t: (str(t.cluster), t.name))
@@ -216,14 +231,14 @@ def plot(trends: list[Trend], out: Path) -> Path:
 
     shown = sorted((t for t in trends if any(r.throughput for r in t.runs)),
                    key=lambda t: (not t.flagged, -len(t.runs), t.name))[:MAX_PLOTTED]
-    fig = Figure(figsize=(9.0, 5.0))
+    fig = Figure(figsize=(12.0, 5.0))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for t in shown:
         pts = [(datetime.fromisoformat(r.date), r.throughput) for r in t.runs if r.throughput is not None]
         # matplotlib plots datetimes (its date converter); its type stubs name only numbers
         line, = ax.plot([d for d, _ in pts], [v for _, v in pts], marker="o", markersize=3,  # type: ignore[arg-type]
-                        label=f"{t.cluster or '?'} {t.name}")
+                        label=f"{t.cluster} {t.name}" if t.cluster else t.name)
         if t.interval is not None:
             d = datetime.fromisoformat(t.latest.date)
             ax.errorbar([d], [sum(t.interval) / 2],  # type: ignore[arg-type]
@@ -248,9 +263,10 @@ def plot(trends: list[Trend], out: Path) -> Path:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.minorticks_off()
     if shown:
-        ax.legend(fontsize=7, loc="upper left")
+        # beside the axes, never over a point (a legend inside hid the first run's point)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.tick_params(axis="x", labelrotation=20)
-    fig.subplots_adjust(left=0.1, right=0.98, top=0.88, bottom=0.15)
+    fig.subplots_adjust(left=0.07, right=0.7, top=0.88, bottom=0.15)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
     return out
@@ -270,15 +286,20 @@ def arguments(p: Any, summarize: bool = False) -> None:
                    help=f"earlier runs a point's latest run is compared with (default: {LAST_N})")
     p.add_argument("--references", metavar="FILE", help="TOML reference values (as summarize reads): each "
                                                         "point's latest run must pass; exit 1 when one fails")
-    p.add_argument("--plot", default="hpcbench-history.png", metavar="PNG", help="trend plot (default: %(default)s)")
+    p.add_argument("--out", metavar="DIR", help=f"folder for the trend plot, {PLOT_NAME} (default: the history "
+                                                 "database's folder)")
+    p.add_argument("--plot", metavar="PNG", help="the trend plot's file, in place of --out")
     p.add_argument("--no-plot", action="store_true", help="skip the trend plot")
     p.add_argument("--format", choices=("table", "markdown", "github", "csv"), default="table")
+    p.add_argument("--html", metavar="DIR", help="also write a static site into DIR: a page per point with its "
+                                                 "trend, flagged runs marked, each run linked to its report")
 
 
 def command(args: Any) -> int:
     """`hpcbench history`: the table on stdout, the plot written; 1 when a reference fails in a latest run."""
     from hpcbench.report import history
     from hpcbench.report import references as refs_mod
+    from hpcbench.report.html import history_runs, write_history_site
 
     if args.last < 2:
         raise ConfigError(f"--last: {args.last} runs give no spread", hint=f"give 2 or more (default {LAST_N})")
@@ -288,6 +309,7 @@ def command(args: Any) -> int:
     db = history.connect(path, create=False)
     try:
         trends = query(db, args.cluster, args.model, since)
+        runs = history_runs(db) if args.html else {}
     finally:
         db.close()
     for t in trends:
@@ -301,5 +323,13 @@ def command(args: Any) -> int:
     if failures:
         print(f"{failures} reference check(s) failed in the latest runs", file=side)
     if not args.no_plot and trends:
-        print(f"trend plot: {plot(trends, Path(args.plot))}", file=side)
+        png = Path(args.plot) if args.plot else Path(args.out or path.parent) / PLOT_NAME
+        try:
+            print(f"trend plot: {plot(trends, png)}", file=side)
+        except OSError as e:
+            raise ConfigError(f"trend plot {png}: {e.strerror or e}",
+                              hint="give a writable folder with --out DIR, or --no-plot") from None
+    if args.html:
+        site = write_history_site(trends, runs, args.last, Path(args.html), summary_line(trends, args.last))
+        print(f"history site: {site} (open it in a browser; no server needed)", file=side)
     return 1 if failures else 0

@@ -12,7 +12,7 @@ from typing import TextIO
 from hpcbench.errors import SchedulerError
 from hpcbench.files import atomic_write_text, write_new
 from hpcbench.plan import limits
-from hpcbench.plan.expand import Point, expand
+from hpcbench.plan.expand import Point, expand, order_note, run_order
 from hpcbench.plan.spec import SweepSpec
 from hpcbench.rundir import RunDir
 from hpcbench.states import PointState, count_line
@@ -50,9 +50,9 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
     Submits nothing. Reopening an existing run keeps its ledger; the job scripts are rendered again,
     so changed scheduler settings (a longer time limit) apply to what is submitted next.
     """
-    points = expand(spec)
+    points = run_order(spec, expand(spec))  # plan.json holds them in the order they are submitted
     python = spec.slurm.python or sys.executable
-    limits.check(spec, points, python)
+    limits.check(spec, points, python, opts.dry_run)
     root = opts.run_dir or RunDir.default_path(opts.runs_root, spec.sweep.name)
     if opts.run_dir and RunDir(root).plan_json.exists():
         from hpcbench.submit.submission import check_same_plan
@@ -62,7 +62,9 @@ def prepare(spec: SweepSpec, opts: SweepOptions) -> tuple[RunDir, list[Point], s
         check_same_plan(rd, points, spec.path)
         atomic_write_text(rd.sweep_copy, spec.text)
     else:
-        rd = RunDir.create(root, spec.text, spec.sweep.name, points)
+        rd = RunDir.create(root, spec.text, spec.sweep.name, points,
+                           cluster=spec.cluster.cluster_name if spec.cluster is not None else None, dry_run=opts.dry_run,
+                           order={"order": spec.sweep.order, "seed": spec.sweep.seed, "note": order_note(spec)})
         fresh = True
     if Path(spec.path).is_file():
         atomic_write_text(rd.sweep_ref, f"{Path(spec.path).resolve()}\n")

@@ -33,6 +33,17 @@ def parse_cpulist(text: str) -> set[int]:
     return cpus
 
 
+def format_cpulist(cpus: set[int] | frozenset[int]) -> str:
+    """{0, 1, 2, 3, 8, 10, 11} -> ``0-3,8,10-11``: parse_cpulist's inverse, the way sysfs writes it."""
+    runs: list[list[int]] = []
+    for c in sorted(cpus):
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+
+
 @dataclass(frozen=True)
 class CpuTopology:
     socket: dict[int, int]  # cpu -> physical package id

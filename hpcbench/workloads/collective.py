@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hpcbench.collectives import TABLE
 from hpcbench.files import atomic_write_json, utcnow
 from hpcbench.records import AllreduceRow, ResultRecord
 from hpcbench.rundir import PointPaths
-from hpcbench.workloads import affinity, frameworks, placement, provenance
-from hpcbench.collectives import TABLE
+from hpcbench.workloads import affinity, frameworks, placement, provenance, transport
+from hpcbench.workloads import summary as summary_line
 from hpcbench.workloads.collectives import (
     UNSUPPORTED_RE,
     Call,
@@ -262,6 +263,7 @@ def run(cfg: CollectiveConfig, env: DistEnv) -> ResultRecord | None:
     cuda = cfg.device == "cuda"
     device, sync, index = placement.use_device(cfg.device, env.local_rank)
     placement.record_pairing(prov, env.rank, env.local_rank, cfg.device, index)
+    transport.record(prov, cfg.framework, cfg.backend, env.local_rank)
 
     started = utcnow()
     comm = Comm(cfg, env)
@@ -303,11 +305,10 @@ def run(cfg: CollectiveConfig, env: DistEnv) -> ResultRecord | None:
 def main(argv: list[str] | None = None) -> int:
     def summary(rec: ResultRecord) -> str:
         if rec.unsupported:
-            return f"unsupported: {rec.unsupported}"
+            return summary_line.unsupported(rec.unsupported)
         wrong = sum(r.wrong + (r.oop_wrong or 0) for r in rec.allreduce)
-        return (f"{rec.allreduce[-1].collective} busbw {rec.throughput:.3f} GB/s at {rec.allreduce[-1].size_bytes} B, "
-                f"{wrong} wrong, "
-                f"over {rec.world_size} ranks")
+        last = rec.allreduce[-1]
+        return summary_line.collective(last.collective, rec.throughput, last.size_bytes, wrong, rec.world_size)
 
     return rank_main(CollectiveConfig.from_argv(argv), run, summary)
 

@@ -21,6 +21,7 @@ from hpcbench.records import ErrorRecord, RankInfo
 from hpcbench.rundir import PointPaths
 from hpcbench.vocab import ENV_AXES_VAR, TORCH_BACKEND
 from hpcbench.workloads.distenv import DistEnv, from_environ
+from hpcbench.workloads.summary import lines as summary_lines
 
 
 def require(framework: str, backend: str, device: str) -> None:
@@ -106,13 +107,14 @@ def guarded_main(out: str, point_id: str, body: Callable[[DistEnv], int]) -> int
 
 
 def rank_main(cfg: Any, run: Callable[[Any, DistEnv], Any], summary: Callable[[Any], str]) -> int:
-    """A workload's main: check the world size, run, and have rank 0 print ``hpcbench: <label>: <summary>``."""
+    """A workload's main: check the world size, run, and have rank 0 print ``hpcbench: <label>: <summary>``
+    and its record (workloads/summary.py)."""
 
     def body(env: DistEnv) -> int:
         check_world(env, cfg.nodes, cfg.ranks_per_node)
         rec = run(cfg, env)
         if rec is not None:
-            print(f"hpcbench: {cfg.label}: {summary(rec)}", flush=True)
+            print("\n".join(summary_lines(cfg.label, summary(rec), rec.to_dict())), flush=True)
         return 0
 
     return guarded_main(cfg.out, cfg.point_id, body)

@@ -1,11 +1,12 @@
 """Per-rank provenance: where a rank ran, how it was bound, and with which software and hardware.
 
-``collect()`` returns one ``hpcbench.provenance/1`` document; ``start()``/``finish()`` wrap a
+``collect()`` returns one ``hpcbench.provenance/2`` document; ``start()``/``finish()`` wrap a
 measurement so that InfiniBand port counters are read before and after it. Every probe is guarded:
 a missing tool or file gives ``null`` and a reason under ``unavailable``, never an exception, so a
 provenance problem can never fail a measurement.
 
-The binding check and the CPU topology are in affinity.py.
+The binding check and the CPU topology are in affinity.py; the transport of the CPU backends (added once the
+point's framework and backend are known) in transport.py.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hpcbench import proc, records
 from hpcbench.vocab import ENV_AXES_VAR
 from hpcbench.workloads.affinity import CpuTopology, check_affinity, read_sys
 
-ENV_PREFIXES = ("NCCL_", "HOROVOD_", "SLURM_", "CCL_", "OMPI_MCA_hwloc", "OMPI_MCA_rmaps")
+ENV_PREFIXES = ("NCCL_", "HOROVOD_", "SLURM_", "CCL_", "GLOO_", "OMPI_MCA_")
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT")
 NET_TYPES = {1: "ethernet", 32: "infiniband", 772: "loopback"}  # ARPHRD_* in /sys/class/net/*/type
 _TIMEOUT_S = 20

@@ -24,7 +24,8 @@ from hpcbench.records import NodeLoad, ResultRecord
 from hpcbench.rundir import PointPaths
 from hpcbench.stats import mean_ci95
 from hpcbench.vocab import MODELS
-from hpcbench.workloads import affinity, frameworks, gpumon, placement, provenance
+from hpcbench.workloads import affinity, frameworks, gpumon, placement, provenance, transport
+from hpcbench.workloads import summary as summary_line
 from hpcbench.workloads.common import params_seen, rank_info, rank_main, require, versions
 from hpcbench.workloads.config import TrainConfig
 from hpcbench.workloads.data import batches
@@ -74,6 +75,7 @@ def run(cfg: TrainConfig, env: DistEnv) -> ResultRecord | None:
     prov = provenance.start(paths.provenance(env.rank), env.rank, env.local_rank)
     device, sync, index = placement.use_device(cfg.device, env.local_rank)
     gpu = placement.record_pairing(prov, env.rank, env.local_rank, cfg.device, index)
+    transport.record(prov, cfg.framework, cfg.backend, env.local_rank)
     if env.rank == cfg.fail_rank and cfg.fail_step == 0:
         raise SystemExit(0)  # injected fault: this rank is lost before the rendezvous; the others time out
     timeline = str(paths.timeline) if cfg.timeline and cfg.framework == "horovod" else None
@@ -191,8 +193,8 @@ def _save_checkpoint(path: Path, model: Any, opt: Any, cfg: TrainConfig) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    return rank_main(TrainConfig.from_argv(argv), run, lambda rec: (
-        f"{rec.throughput:.1f} samples/s, {rec.mean_step_time_s * 1e3:.2f} ms/step over {rec.world_size} ranks"))
+    return rank_main(TrainConfig.from_argv(argv), run,
+                     lambda rec: summary_line.train(rec.throughput, rec.mean_step_time_s, rec.world_size))
 
 
 if __name__ == "__main__":

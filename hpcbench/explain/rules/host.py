@@ -38,6 +38,9 @@ def _cpu_list(cpus: list[int]) -> str:
 
 
 def binding(ctx: Context) -> list[Finding]:
+    """A rank whose CPU affinity is not the binding its launcher was asked for (sched_getaffinity against
+    SLURM_CPU_BIND* or OpenMPI's policy); also the ranks of a host that share too few CPUs, and NCCL setting a
+    GPU's affinity elsewhere."""
     out = []
     bad = [d for d in ctx.provenance if (d.get("affinity") or {}).get("matches") is False]
     if bad:
@@ -121,6 +124,8 @@ def _nccl_affinity(ctx: Context, per_host: dict[str, list[dict[str, Any]]]) -> l
 
 
 def one_host(ctx: Context) -> list[Finding]:
+    """A point that asked for several nodes but whose ranks ran on fewer distinct hosts (the minicluster, the
+    local backend): not an inter-node measurement."""
     p = ctx.point
     if not p.one_host_posing:
         return []
@@ -141,6 +146,8 @@ def _hosts(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:
 
 
 def oversubscribed(ctx: Context) -> list[Finding]:
+    """Ranks x cpus_per_task on a host (Slurm nodes sharing one host counted together) above its CPUs, from the
+    record's node_load."""
     rec = ctx.record
     loads = list(getattr(rec, "node_load", None) or [])
     if rec is None:
@@ -289,8 +296,8 @@ def gpu_numa(ctx: Context) -> list[Finding]:
     if ok is False and rec is not None:
         return [Finding(WARNING, "gpu-numa", f"a GPU is fed across the socket link: {rec.gpu_numa_detail}",
                         f"put each rank on its GPU's socket: {ctx.key('gpu_bind')} = \"block\" or \"closest\" "
-                        "(README, GPU binding)", "provenance-rank<N>.json gpu_binding; result.json "
-                        "gpu_numa_detail", subject=ctx.name)]
+                        "(docs/howto/site-profile.md, GPU binding)",
+                        "provenance-rank<N>.json gpu_binding; result.json gpu_numa_detail", subject=ctx.name)]
     if ok is None and ctx.point.device == "cuda" and rec is not None:
         return [Finding(INFO, "gpu-numa", f"whether each GPU is on its rank's NUMA node is not known: "
                         f"{getattr(rec, 'gpu_numa_detail', None) or 'the record predates this check'}",
@@ -301,6 +308,7 @@ def gpu_numa(ctx: Context) -> list[Finding]:
 
 
 def input_pipeline(ctx: Context) -> list[Finding]:
+    """A step that waits INPUT_BOUND or more of its time for its batch (input_fraction)."""
     share = getattr(ctx.record, "input_fraction", None)
     if share is None or share < INPUT_BOUND:
         return []

@@ -8,10 +8,12 @@ named as it is (IB, RoCE, Socket, a plugin).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hpcbench.explain.context import Context
 from hpcbench.findings import Finding
-from hpcbench.parse.checks import check_point, verdict
-from hpcbench.vocab import INFO, WARNING
+from hpcbench.parse.checks import DISABLES, check_point, env_findings, verdict
+from hpcbench.vocab import INFO
 
 # the line that shows each log check's finding
 _SHOWN_BY = {"socket-with-ib": ("socket", "ib_device"), "shm-not-p2p": ("shm",), "ib-without-gdrdma": ("ib_transport",)}
@@ -20,18 +22,17 @@ _KEYS = {"socket-with-ib": ("keys:", ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL
          "shm-not-p2p": ("keys:", ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"), ""),
          "ib-without-gdrdma": ("key:", ("NCCL_NET_GDR_LEVEL",), ""), "no-nccl-lines": ("key:", ("NCCL_DEBUG",), ""),
          "nccl-warn": ("for more of NCCL's reasons, set", ("NCCL_DEBUG_SUBSYS",), ' = "ALL"')}
-# NCCL variables that take a transport away, and what they cost when set
-_DISABLES = {"NCCL_P2P_DISABLE": ("1", "GPUs inside a node talk through host memory (SHM) instead of NVLink/PCIe P2P"),
-             "NCCL_IB_DISABLE": ("1", "NCCL falls back to TCP sockets between nodes"),
-             "NCCL_SHM_DISABLE": ("1", "GPUs that cannot use P2P go through the network instead of host memory"),
-             "NCCL_NET_GDR_LEVEL": ("0", "GPUDirect RDMA is off: network data is staged through host memory"),
-             "NCCL_NET": ("Socket", "NCCL is told to use TCP sockets between nodes")}
 
 
 def log_checks(ctx: Context) -> list[Finding]:
+    """The log checks of `hpcbench check` on the point's own logs (socket-with-ib, shm-not-p2p, ib-without-
+    gdrdma, nccl-warn, no-nccl-lines on a GPU point), each with the log lines that show it; Socket while IB is
+    visible costs the point's communication share."""
     out: list[Finding] = []
-    for f in check_point(ctx.parsed, ctx.provenance, ctx.point.device):
-        if f.rule == "no-nccl-lines" and ctx.point.device != "cuda":  # only a job known to be on GPUs
+    for f in check_point(ctx.parsed, ctx.provenance, ctx.point.device, ctx.evidence):
+        if f.rule == "no-nccl-lines" and (ctx.point.device != "cuda" or ctx.point.point_id is None):
+            continue  # only a job known to be on GPUs; of someone else's log the network verdict says it
+        if f.rule == "nccl-env":  # env_disables says them, from the provenance too
             continue
         lines = [str(ctx.evidence.first[k]) for k in _SHOWN_BY.get(f.rule, ()) if k in ctx.evidence.first]
         cost = ctx.point.comm_fraction if f.rule == "socket-with-ib" else None
@@ -40,31 +41,29 @@ def log_checks(ctx: Context) -> list[Finding]:
         lead, names, value = _KEYS.get(f.rule, ("", (), ""))
         keys = ", ".join(ctx.key("env", v) for v in names) + value
         fix = f"{f.fix} ({lead} {keys})" if f.fix and names else f.fix
-        out.append(Finding(f.severity, f.rule, f.claim, fix, "; ".join(lines) or f.subject, effect,
+        out.append(Finding(f.severity, f.rule, f.claim, fix, f.evidence or "; ".join(lines) or f.subject, effect,
                            ctx.name, cost))
     return out
 
 
 def network(ctx: Context) -> list[Finding]:
-    """What the network was, named as it is: IB, RoCE, Socket or a plugin (an info line for every point)."""
-    if not ctx.nccl:
+    """Where the ranks ran and what the network was, named as it is: IB, RoCE, Socket or a plugin (an info line
+    for every point with NCCL lines, and for a log someone else made, where it says what to collect)."""
+    if not ctx.nccl and ctx.point.point_id is not None:
         return []
-    said = {verdict(p, ctx.provenance or None) for p in ctx.parsed if p.get("nccl")}
+    said = {verdict(p, ctx.provenance or None, ctx.evidence) for p in ctx.parsed}
     where = ctx.evidence.first.get("ib_device") or ctx.evidence.first.get("socket")
     return [Finding(INFO, "network", "; ".join(sorted(said)), None, str(where) if where else None,
                     subject=ctx.name)]
 
 
 def env_disables(ctx: Context) -> list[Finding]:
-    out = []
-    for name, (value, what) in _DISABLES.items():
-        got, where = ctx.env(name)
-        if got is not None and got.lower() == value.lower():
-            out.append(Finding(WARNING, "nccl-env", f"{name}={got} is set: {what}",
-                               f"unset {ctx.key('env', name)} unless this study is about it (then it is an axis, "
-                               f"[matrix.env] {name}, and fine)",
-                               where, subject=ctx.name))
-    return out
+    """An NCCL_* variable that turns a transport or feature off (P2P, IB, SHM, NET, GDR level 0), set in the
+    ranks' environment or said by NCCL's own line."""
+    env = {name: (value, where) for name in DISABLES for value, where in [ctx.env(name)] if value is not None}
+    return [replace(f, fix=f"unset {ctx.key('env', name)} unless this study is about it (then it is an axis, "
+                              f"[matrix.env] {name}, and fine)")
+            for f in env_findings(env, ctx.name) for name in [f.claim.split("=", 1)[0]]]
 
 
 def unused_features(ctx: Context) -> list[Finding]:
@@ -72,7 +71,8 @@ def unused_features(ctx: Context) -> list[Finding]:
     out = []
     first = ctx.evidence.first
     nvls_used = any(n.get("nvls_used") for n in ctx.nccl) or "nvls_used" in first
-    if "nvls_available" in first and not nvls_used:
+    # only a log that shows NCCL past its channel setup says NVLS was not set up (an excerpt may end before)
+    if "nvls_available" in first and not nvls_used and ctx.evidence.all("setup_done"):
         algo, _where = ctx.env("NCCL_ALGO")
         why = f" (NCCL_ALGO={algo})" if algo else ""
         out.append(Finding(INFO, "nvls-unused", f"NVLS multicast is available but no NVLS channel was used{why}",

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
 
 from hpcbench.explain.context import Context
-from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding
+from hpcbench.parse.transport import describe
 from hpcbench.vocab import ERROR, INFO, WARNING
 
 MIN_REPEATS = 3
@@ -18,6 +17,7 @@ COMM_BOUND = 0.25  # share of the step
 
 
 def repeats(ctx: Context) -> list[Finding]:
+    """Fewer than MIN_REPEATS repeats: the interval is over the timed steps of one run, not over runs."""
     p = ctx.point
     if not p.ok or p.point_id is None or p.repeats >= MIN_REPEATS:
         return []
@@ -27,6 +27,7 @@ def repeats(ctx: Context) -> list[Finding]:
 
 
 def noisy_steps(ctx: Context) -> list[Finding]:
+    """Step times whose coefficient of variation exceeds NOISY_CV: the mean hides a wide spread."""
     times = list(getattr(ctx.record, "step_times_s", None) or [])
     if len(times) < 3:
         return []
@@ -41,30 +42,22 @@ def noisy_steps(ctx: Context) -> list[Finding]:
 
 
 def within_noise_of_baseline(ctx: Context) -> list[Finding]:
+    """A speedup whose throughput interval overlaps its baseline's: not distinguishable from no change."""
     p = ctx.point
-    if p.speedup is None or p.throughput_lo is None or not p.base_throughput or p.world_size == p.base_world_size:
+    if p.speedup is None or p.speedup_lo is None or p.speedup_hi is None or p.world_size == p.base_world_size:
         return []
-    base = ctx.index("baselines", _by_throughput).get((p.base_throughput, p.base_world_size))
-    if base is None or base.throughput_lo is None or base.throughput_hi is None or p.throughput_hi is None:
+    if not p.speedup_lo <= 1.0 <= p.speedup_hi:
         return []
-    if p.throughput_lo > base.throughput_hi or base.throughput_lo > p.throughput_hi:
-        return []
-    return [Finding(WARNING, "within-noise", f"its throughput interval overlaps its baseline's ({base.label}): "
-                    f"the speedup {p.speedup:.2f} is not distinguishable from no change",
-                    f"more {ctx.key('steps')} or {ctx.key('repeats')}",
-                    "the samples/s (95% CI) of both points", subject=ctx.name)]
-
-
-def _by_throughput(points: Sequence[Subject]) -> dict[tuple[float | None, int | None], Subject]:
-    """(throughput, world size) -> the first point with an interval: a point's baseline, found in O(1)."""
-    out: dict[tuple[float | None, int | None], Subject] = {}
-    for a in points:
-        if a.throughput_lo is not None:
-            out.setdefault((a.throughput, a.world_size), a)
-    return out
+    hi = "∞" if math.isinf(p.speedup_hi) else f"{p.speedup_hi:.2f}"
+    return [Finding(WARNING, "within-noise", f"its speedup {p.speedup:.2f} (95% CI {p.speedup_lo:.2f}–{hi}, against "
+                    f"{p.baseline}) is not distinguishable from no change", f"more {ctx.key('steps')} or {ctx.key('repeats')}",
+                    "the speedup (95% CI) column: the point's and the baseline's samples/s intervals combined",
+                    subject=ctx.name)]
 
 
 def communication(ctx: Context) -> list[Finding]:
+    """Communication not hidden behind compute (step - compute-only step) of COMM_BOUND or more of the step; an
+    info line when its interval reaches 0."""
     p = ctx.point
     share = p.comm_fraction
     if share is None or share < COMM_BOUND or p.comm_time_s is None or (p.world_size or 1) < 2:
@@ -77,12 +70,13 @@ def communication(ctx: Context) -> list[Finding]:
     hi = p.comm_time_s + (p.comm_time_ci95_s or 0.0)
     lo = max(p.comm_time_s - (p.comm_time_ci95_s or 0.0), 0.0)
     span = f" ({lo / p.step_time_s:.0%}–{min(hi / p.step_time_s, 1.0):.0%})" if p.step_time_s else ""
+    said = describe(p.backend, ctx.provenance)  # Gloo's and MPI's transport, from the ranks' provenance
     return [Finding(WARNING, "comm-share", f"communication not hidden behind compute is {share:.0%} of the step"
-                    f"{span}",
+                    f"{span}" + (f", over {said.text}" if said else ""),
                     f"a faster transport ({ctx.key('backend')}), more work per exchange ({ctx.key('batch_size')}), "
                     "or gradient compression / fusion",
-                    "comm_time_s = step - compute-only step (comm_method)", f"{share:.0%} of the step",
-                    ctx.name, share if math.isfinite(share) else None)]
+                    "comm_time_s = step - compute-only step (comm_method)" + (f"; {said.evidence}" if said else ""),
+                    f"{share:.0%} of the step", ctx.name, share if math.isfinite(share) else None)]
 
 
 def wrong_results(ctx: Context) -> list[Finding]:

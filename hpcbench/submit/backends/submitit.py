@@ -80,6 +80,8 @@ def executor_parameters(spec: SweepSpec, point: Point, plan: LaunchPlan, comment
     for key in ("partition", "account", "qos", "mem"):
         if getattr(s, key):
             params[key] = getattr(s, key)
+    if s.exclude:
+        params["exclude"] = ",".join(s.exclude)
     if plan.gpus_per_node and s.gres:
         params["gres"] = s.gres.format(gpus=plan.gpus_per_node)
     elif plan.gpus_per_node:

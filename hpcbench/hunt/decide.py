@@ -1,0 +1,210 @@
+"""From pair timings and compute probes to named suspects, with robust statistics only.
+
+A pair is slow when its bandwidth is far below the median of all pairs, or its latency far above: far means
+both a relative drop (DROP, so a quiet cluster's tiny spread does not make 3% look like a fault) and K
+scaled MADs (so a noisy cluster's spread does not either). Slow pairs are then explained away one node at a
+time: a node whose probe is slow is a **compute** suspect; a node that is slow with most of its partners is
+a **link** suspect (its own network: NIC, cable, port); a slow pair left over, between two nodes that are
+fine with everyone else, is a **pair** suspect (the path between those two). A healthy node that met a bad
+one once has one slow pair out of several and is not named.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from hpcbench.hunt.schedule import Pair, confirm_round
+
+DROP = 0.25  # a pair this much below the median bandwidth can be slow ...
+K = 4.0  # ... and must also be this many scaled MADs below it
+LATENCY_RISE = 0.5  # latency: this much above the median (small messages are noisier)
+PROBE_RISE = 0.25  # compute probe: this much slower than the median node
+MAJORITY = 0.5  # share of a node's pairs that must be slow (more than this) to blame the node
+MAD_SCALE = 1.4826  # MAD of a normal sample times this estimates its standard deviation
+
+
+@dataclass(frozen=True)
+class PairTest:
+    a: str
+    b: str
+    bandwidth: tuple[float, ...]  # bytes/s, one per repeat
+    latency: tuple[float, ...] = ()  # seconds of a small allreduce, one per repeat
+    round: int = 0
+
+    @property
+    def pair(self) -> Pair:
+        return (self.a, self.b) if self.a < self.b else (self.b, self.a)
+
+
+@dataclass(frozen=True)
+class Probe:
+    node: str
+    seconds: tuple[float, ...]  # one fixed compute step, one per repeat
+
+
+@dataclass(frozen=True)
+class Suspect:
+    node: str
+    kind: str  # KINDS
+    evidence: str
+    confidence: float  # the share of this node's evidence that points at it, 0..1
+    partner: str | None = None  # kind "pair": the other end
+
+
+KINDS = ("compute", "link", "pair")
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    mad: float  # scaled: a robust standard deviation
+
+    @staticmethod
+    def of(xs: Iterable[float]) -> Spread:
+        vals = list(xs)
+        if not vals:
+            return Spread(0.0, 0.0)
+        med = statistics.median(vals)
+        return Spread(med, MAD_SCALE * statistics.median(abs(x - med) for x in vals))
+
+    def low(self, x: float, drop: float = DROP) -> bool:
+        return x < self.median * (1 - drop) and self.median - x > K * self.mad
+
+    def high(self, x: float, rise: float) -> bool:
+        return x > self.median * (1 + rise) and x - self.median > K * self.mad
+
+
+@dataclass(frozen=True)
+class Verdict:
+    suspects: tuple[Suspect, ...]
+    bandwidth: Spread  # of the pairs' median bandwidths
+    latency: Spread
+    probe: Spread
+    slow_pairs: tuple[Pair, ...]
+    pairs: int
+    nodes: tuple[str, ...] = field(default=())
+
+    @property
+    def healthy(self) -> bool:
+        return not self.suspects
+
+    @property
+    def excluded(self) -> tuple[str, ...]:
+        """The nodes to keep out of the next run: every suspect's node (a pair suspect names both ends)."""
+        out = [s.node for s in self.suspects] + [s.partner for s in self.suspects if s.partner]
+        return tuple(dict.fromkeys(out))
+
+
+def _med(xs: Sequence[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _mb(x: float) -> str:
+    return f"{x / 1e6:.3g} MB/s"
+
+
+def _by_node(values: dict[Pair, float], partners: dict[str, list[Pair]]) -> Spread:
+    """The spread of the nodes' typical pair: each node's median over its pairs, then their median and MAD.
+    Over the pairs themselves, a bad node of four touches half of all pairs (every pair of a full round-robin
+    but three) and moves the median; it touches one pair of each other node, so each healthy node's median
+    stays healthy."""
+    return Spread.of(m for ps in partners.values() if (m := _med([values[p] for p in ps if p in values])) is not None)
+
+
+def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
+    """The suspects among the nodes of ``tests`` and ``probes``, most certain first."""
+    bw = {t.pair: m for t in tests if (m := _med(t.bandwidth)) is not None}
+    lat = {t.pair: m for t in tests if (m := _med(t.latency)) is not None}
+    secs = {p.node: m for p in probes if (m := _med(p.seconds)) is not None}
+    partners: dict[str, list[Pair]] = {}
+    for p in dict.fromkeys([*bw, *lat]):
+        for n in p:
+            partners.setdefault(n, []).append(p)
+    bw_s, lat_s, probe_s = _by_node(bw, partners), _by_node(lat, partners), Spread.of(secs.values())
+    slow = {p for p, v in bw.items() if bw_s.low(v)} | {p for p, v in lat.items() if lat_s.high(v, LATENCY_RISE)}
+    suspects = [Suspect(n, "compute", f"compute probe {s:.3g} s against the median node's {probe_s.median:.3g} s",
+                        min(1.0, (s / probe_s.median - 1) / (2 * PROBE_RISE)) if probe_s.median else 1.0)
+                for n, s in sorted(secs.items(), key=lambda kv: -kv[1]) if probe_s.high(s, PROBE_RISE)]
+    explained = {p for s in suspects for p in partners.get(s.node, [])}
+    suspects += _links(partners, slow, explained, bw, bw_s)
+    explained |= {p for s in suspects for p in partners.get(s.node, [])}
+    for a, b in sorted(slow - explained):
+        what = _mb(bw[(a, b)]) if (a, b) in bw else f"{lat[(a, b)] * 1e6:.0f} us"
+        suspects.append(Suspect(a, "pair", f"only the pair {a}-{b} is slow ({what}); both are fine with their "
+                                f"other partners", 0.5, partner=b))
+    return Verdict(tuple(suspects), bw_s, lat_s, probe_s, tuple(sorted(slow)), len(bw),
+                   tuple(sorted(partners.keys() | secs.keys())))
+
+
+def _links(partners: dict[str, list[Pair]], slow: set[Pair], explained: set[Pair], bw: dict[Pair, float],
+           bw_s: Spread) -> list[Suspect]:
+    """Nodes slow with most of their partners, blamed one at a time (the most slow first) so that a bad node's
+    partners, slow only with it, are cleared by it. Shares only fall as pairs are explained, so a heap with
+    stale keys rechecked on pop gives the same order as rescanning every node each time."""
+    def score(n: str) -> tuple[float, int]:
+        bad = sum(1 for p in partners[n] if p in slow and p not in explained)
+        return bad / len(partners[n]), bad
+
+    heap = [(-share, -count, n) for n in partners for share, count in [score(n)] if count >= 2]
+    heapq.heapify(heap)
+    found: list[Suspect] = []
+    while heap:
+        _, _, node = heapq.heappop(heap)
+        share, count = score(node)
+        if count < 2 or share <= MAJORITY:
+            continue
+        if heap and (-share, -count, node) > heap[0]:  # fell behind another node since it was pushed
+            heapq.heappush(heap, (-share, -count, node))
+            continue
+        mine = partners[node]
+        seen = ", ".join(f"{a if b == node else b} {_mb(bw[(a, b)])}" for a, b in mine if (a, b) in bw)
+        found.append(Suspect(node, "link", f"{count} of {len(mine)} pairs slow against the median pair's "
+                             f"{_mb(bw_s.median)} ({seen})", share))
+        explained.update(mine)
+    return found
+
+
+def confirm(first: Verdict, again: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
+    """``first``'s suspects that are slow again in a confirming round (schedule.confirm_round), judged against
+    the first rounds' spreads (a confirming round holds too few pairs for its own): a link suspect against a
+    healthy partner, a compute suspect by its probe, a pair suspect by the pair itself. A suspect the round
+    did not test stays, marked unconfirmed."""
+    slow_pairs = {t.pair for t in again if first.bandwidth.low(_med(t.bandwidth) or math.inf)
+                  or (t.latency and first.latency.high(_med(t.latency) or 0.0, LATENCY_RISE))}
+    tested_pairs = {t.pair for t in again}
+    slow_nodes = {n for p in slow_pairs for n in p}
+    tested_nodes = {n for p in tested_pairs for n in p}
+    probed = {p.node: _med(p.seconds) or 0.0 for p in probes}
+    kept: list[Suspect] = []
+    for s in first.suspects:
+        if s.kind == "compute":
+            tested, still = s.node in probed, first.probe.high(probed.get(s.node, 0.0), PROBE_RISE)
+        elif s.kind == "pair" and s.partner:
+            pair = (s.node, s.partner) if s.node < s.partner else (s.partner, s.node)
+            tested, still = pair in tested_pairs, pair in slow_pairs
+        else:
+            tested, still = s.node in tested_nodes, s.node in slow_nodes
+        if still:
+            kept.append(replace(s, evidence=f"{s.evidence}; slow again in the confirming round"))
+        elif not tested:
+            kept.append(replace(s, evidence=f"{s.evidence}; not confirmed (no healthy partner was free)"))
+    return replace(first, suspects=tuple(kept))
+
+
+def confirm_pairs(first: Verdict, nodes: Sequence[str]) -> list[Pair]:
+    """The confirming round for ``first``: each link suspect against a node found healthy, each pair suspect's
+    pair again, disjoint (a compute suspect is confirmed by its probe, not a pair)."""
+    blamed = set(first.excluded)
+    healthy = [n for n in nodes if n not in blamed]
+    links = [s.node for s in first.suspects if s.kind == "link"]
+    out = confirm_round(links, healthy)
+    busy = {n for p in out for n in p}
+    for s in first.suspects:
+        if s.kind == "pair" and s.partner and not {s.node, s.partner} & busy:
+            out.append((s.node, s.partner) if s.node < s.partner else (s.partner, s.node))
+            busy |= {s.node, s.partner}
+    return out

@@ -1,0 +1,111 @@
+"""The hunt's two measurements, run on the nodes by `hpcbench hunt` (one job step each):
+
+    python -m hpcbench.workloads.pairtest pair  [--bytes B] [--iters I] [--repeats R] [--backend auto|gloo|nccl]
+    python -m hpcbench.workloads.pairtest probe [--repeats R]
+
+``pair`` (2 ranks, one per node): point-to-point bandwidth, rank 0 sending B bytes to rank 1 and back I times
+(bytes moved / time, both directions), and the latency of a small (8-byte) allreduce; one figure per repeat,
+after one untimed warm-up. The rendezvous is MASTER_ADDR/MASTER_PORT, which the hunt sets per step: a step of
+a larger allocation sees the job's node list, not its own. ``probe`` (one rank per node): a fixed compute step
+on one thread (a float32 matmul), so that a node's slow compute is told apart from its slow link.
+
+Each rank that reports prints one JSON line, prefixed with ``hpcbench-hunt:``, on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import time
+from typing import Any
+
+PREFIX = "hpcbench-hunt:"
+
+
+def _emit(obj: dict[str, Any]) -> None:
+    print(PREFIX + json.dumps(obj), flush=True)
+
+
+def _node() -> str:
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
+
+def probe(repeats: int, size: int = 384, inner: int = 20) -> dict[str, Any]:
+    import torch
+
+    torch.set_num_threads(1)
+    a = torch.rand(size, size)
+    out = []
+    for i in range(repeats + 1):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            a = torch.tanh(a @ a)  # tanh keeps the values bounded over the iterations
+        if i:  # the first is the warm-up
+            out.append(time.perf_counter() - t0)
+    return {"kind": "probe", "node": _node(), "seconds": out}
+
+
+def pair(nbytes: int, iters: int, repeats: int, backend: str) -> dict[str, Any] | None:
+    import torch
+    import torch.distributed as dist
+
+    from hpcbench.workloads.distenv import from_environ
+
+    env = from_environ()
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    device = torch.device(f"cuda:{env.local_rank}" if backend == "nccl" else "cpu")
+    dist.init_process_group(backend, init_method=f"tcp://{env.master_addr}:{env.master_port}",
+                            rank=env.rank, world_size=env.world_size)
+    buf = torch.zeros(max(1, nbytes // 4), dtype=torch.float32, device=device)
+    small = torch.zeros(2, dtype=torch.float32, device=device)
+    peer = 1 - env.rank
+    bandwidth, latency = [], []
+    for i in range(repeats + 1):
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            if env.rank == 0:
+                dist.send(buf, peer)
+                dist.recv(buf, peer)
+            else:
+                dist.recv(buf, peer)
+                dist.send(buf, peer)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        bw = 2 * iters * buf.numel() * 4 / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(small)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        lat = (time.perf_counter() - t0) / iters
+        if i:
+            bandwidth.append(bw)
+            latency.append(lat)
+    nodes: list[Any] = [None, None]
+    dist.all_gather_object(nodes, _node())
+    dist.destroy_process_group()
+    if env.rank:
+        return None
+    return {"kind": "pair", "a": nodes[0], "b": nodes[1], "backend": backend, "bytes": buf.numel() * 4,
+            "bandwidth": bandwidth, "latency": latency}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m hpcbench.workloads.pairtest", description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=("pair", "probe"))
+    ap.add_argument("--bytes", type=int, default=8 << 20)
+    ap.add_argument("--iters", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
+    a = ap.parse_args(argv)
+    got = probe(a.repeats) if a.mode == "probe" else pair(a.bytes, a.iters, a.repeats, a.backend)
+    if got is not None:
+        _emit(got)
+
+
+if __name__ == "__main__":
+    main()

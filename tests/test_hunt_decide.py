@@ -1,0 +1,115 @@
+"""The hunt's schedule and decision, on timings shaped like the namespaced cluster's (the real hunts on it are
+in test_hunt.py): the rounds pair every node once, never repeat a pair, and the decision names exactly the bad
+nodes with the kind of their fault."""
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from hpcbench.hunt.decide import PairTest, Probe, confirm, confirm_pairs, decide
+from hpcbench.hunt.schedule import confirm_round, rounds
+
+NODES = [f"node{i}" for i in range(1, 9)]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 33])
+def test_all_rounds_cover_every_pair_once_with_each_node_once_per_round(n: int) -> None:
+    nodes = [f"n{i}" for i in range(n)]
+    sched = rounds(nodes, count=n, seed=3)
+    assert len(sched) == (n - 1 if n % 2 == 0 else n)
+    for pairs in sched:
+        ends = [x for p in pairs for x in p]
+        assert len(ends) == len(set(ends)) and len(pairs) == n // 2
+    seen = [p for pairs in sched for p in pairs]
+    assert sorted(seen) == sorted(tuple(sorted(p)) for p in itertools.combinations(nodes, 2))
+
+
+def test_few_rounds_give_each_node_distinct_partners_and_seed_changes_them() -> None:
+    nodes = [f"n{i}" for i in range(64)]
+    a, b = rounds(nodes, 4, seed=1), rounds(nodes, 4, seed=2)
+    assert len(a) == 4 and a != b
+    partners: dict[str, set[str]] = {}
+    for x, y in (p for r in a for p in r):
+        partners.setdefault(x, set()).add(y)
+        partners.setdefault(y, set()).add(x)
+    assert all(len(v) == 4 for v in partners.values()) and len(partners) == 64
+    assert rounds(["only"], 4) == []
+
+
+def _world(bad_link: frozenset[str] | set[str] = frozenset(), bad_cpu: frozenset[str] | set[str] = frozenset(), bad_pair: tuple[str, str] | None = None,
+           seed: int = 0, n_rounds: int = 4) -> tuple[list[PairTest], list[Probe]]:
+    rng = random.Random(seed)
+
+    def noisy(x: float) -> tuple[float, ...]:
+        return tuple(x * rng.uniform(0.95, 1.05) for _ in range(3))
+
+    tests = []
+    for r, pairs in enumerate(rounds(NODES, n_rounds, seed)):
+        for a, b in pairs:
+            f = 0.2 if {a, b} & bad_link else 0.5 if {a, b} & bad_cpu else 1.0
+            f = 0.3 if bad_pair and {a, b} == set(bad_pair) else f
+            tests.append(PairTest(a, b, noisy(23e6 * f), noisy(80e-6 / f), r))
+    probes = [Probe(n, noisy(0.5 / (0.3 if n in bad_cpu else 1.0))) for n in NODES]
+    return tests, probes
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_healthy_cluster_names_no_one(seed: int) -> None:
+    v = decide(*_world(seed=seed))
+    assert v.healthy and v.excluded == () and not v.slow_pairs
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_slow_link_is_its_node_as_a_link_and_its_partners_are_cleared(seed: int) -> None:
+    v = decide(*_world(bad_link={"node3"}, seed=seed))
+    assert [(s.node, s.kind) for s in v.suspects] == [("node3", "link")]
+    assert "4 of 4 pairs slow" in v.suspects[0].evidence and v.suspects[0].confidence == 1.0
+    assert v.excluded == ("node3",)
+
+
+def test_slow_compute_is_named_compute_even_though_its_pairs_are_slow_too() -> None:
+    v = decide(*_world(bad_cpu={"node5"}))
+    assert [(s.node, s.kind) for s in v.suspects] == [("node5", "compute")]
+    assert "compute probe" in v.suspects[0].evidence
+
+
+def test_two_bad_nodes_are_both_found_whatever_the_pairing() -> None:
+    for seed in range(10):
+        v = decide(*_world(bad_link={"node2"}, bad_cpu={"node7"}, seed=seed))
+        assert sorted((s.node, s.kind) for s in v.suspects) == [("node2", "link"), ("node7", "compute")], seed
+
+
+def test_one_slow_pair_between_healthy_nodes_is_a_pair_suspect_naming_both_ends() -> None:
+    # All 7 rounds of 8 nodes: every pair is measured, so the pair node1-node2 is in the schedule.
+    v = decide(*_world(bad_pair=("node1", "node2"), n_rounds=7))
+    assert [(s.node, s.kind, s.partner) for s in v.suspects] == [("node1", "pair", "node2")]
+    assert v.excluded == ("node1", "node2")
+
+
+def test_confirm_round_pairs_each_suspect_with_a_healthy_node() -> None:
+    assert confirm_round(["n9", "n1"], ["n2", "n3", "n4"]) == [("n2", "n9"), ("n1", "n3")]
+
+
+def test_confirming_round_keeps_a_real_suspect_and_drops_one_that_is_fine_against_a_healthy_partner() -> None:
+    tests, probes = _world(bad_link={"node3"})
+    first = decide(tests, probes)
+    pairs = confirm_pairs(first, NODES)
+    assert len(pairs) == 1 and "node3" in pairs[0] and set(pairs[0]) - {"node3"} <= set(NODES)
+    slow = [PairTest(a, b, (23e6 * 0.2,) * 3) for a, b in pairs]
+    fine = [PairTest(a, b, (23e6,) * 3) for a, b in pairs]
+    kept = confirm(first, slow)
+    assert [s.node for s in kept.suspects] == ["node3"] and "slow again" in kept.suspects[0].evidence
+    assert confirm(first, fine).healthy
+    untested = confirm(first, [])
+    assert [s.node for s in untested.suspects] == ["node3"] and "not confirmed" in untested.suspects[0].evidence
+
+
+def test_a_compute_suspect_is_confirmed_by_its_probe_and_a_pair_suspect_by_the_pair() -> None:
+    first = decide(*_world(bad_cpu={"node5"}))
+    assert confirm(first, [], [Probe("node5", (1.6,) * 3)]).excluded == ("node5",)
+    assert confirm(first, [], [Probe("node5", (0.5,) * 3)]).healthy
+    pair = decide(*_world(bad_pair=("node1", "node2"), n_rounds=7))
+    assert confirm_pairs(pair, NODES) == [("node1", "node2")]
+    assert confirm(pair, [PairTest("node1", "node2", (23e6,) * 3)]).healthy
