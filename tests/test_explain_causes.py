@@ -103,7 +103,8 @@ def test_the_run_is_said_first_and_each_finding_once(whys):
     text = as_table(whys)
     lines = text.splitlines()
     assert len(lines) <= 45, text  # about 40 for 12 points (the listing of one finding per line was 345)
-    assert lines[0].startswith(f"12 points; {len(run.causes)} causes explain this run: ")
+    assert lines[0] == f"12 points; {len(run.causes)} causes explain this run:"
+    assert lines[1].startswith(f"1. {run.causes[0].rule} (")
     assert text.count("few-repeats") == 1 and text.count("1 repeat(s)") == 1
     short = short_labels([w.label for w in whys])
     assert short["hvd-mpi-mlp-b32-n2x2"] == "hvd-mpi-n2x2"  # mlp and b32 are every point's

@@ -70,8 +70,8 @@ def _cause_count(run: RunWhy) -> str:
     head = f"{total} point{'s' if total != 1 else ''}"
     if not n:
         return f"{head}: no cause of a loss found (the points' figures are in the tables; --all for every finding)"
-    names = ", ".join(s.rule for s in run.causes)
-    return f"{head}; {n} cause{'s' if n > 1 else ''} explain{'' if n > 1 else 's'} this run: {names}"
+    # the causes are named on the lines below, most important first: this line stays the same shape run to run
+    return f"{head}; {n} cause{'s' if n > 1 else ''} explain{'' if n > 1 else 's'} this run:"
 
 
 def summary_text(run: RunWhy, width: int = 100) -> list[str]:
