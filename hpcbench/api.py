@@ -24,11 +24,12 @@ if TYPE_CHECKING:  # pandas is imported when a frame is made, never at `import h
     import pandas as pd
 
     from hpcbench.explain import PointWhy
+    from hpcbench.explain.summary import RunWhy
     from hpcbench.findings import Finding
 
 PathLike = str | Path
 # The columns of Explanation.to_frame(), in order: one row per point x finding.
-EXPLAIN_COLUMNS = ("point", "rule", "severity", "claim", "evidence", "effect", "fix")
+EXPLAIN_COLUMNS = ("point", "rule", "severity", "claim", "evidence", "effect", "fix", "because")
 
 
 def _frame(samples: Iterable[Any]) -> pd.DataFrame:
@@ -89,13 +90,22 @@ class Explanation:
         return [(w.label, f) for w in self.points for f in w.findings]
 
     @property
+    def run(self) -> RunWhy:
+        """What explains the run as a whole: its causes, each once with the points it touches, its caveats and the
+        findings many points share (what ``hpcbench explain`` prints first)."""
+        from hpcbench.explain.summary import summarize
+
+        return summarize(self.points)
+
+    @property
     def failed(self) -> bool:
         """An error-level finding (Socket while InfiniBand is there, a point without a result): the CLI exits 1."""
         return any(f.fails for w in self.points for f in w.findings)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per point x finding, the rows of ``hpcbench explain`` (the link peak of a communication point
-        included): point, rule, severity, claim, evidence, effect, fix."""
+        included): point, rule, severity, claim, evidence, effect, fix, and ``because``: the root cause a symptom is
+        credited to (None for a cause)."""
         import pandas as pd
 
         from hpcbench.explain.render import rows

@@ -20,6 +20,10 @@ class Finding:
     effect: str | None = None  # how much it costs, where that can be estimated
     subject: str | None = None  # what it is about: a log file, a point, an area of the installation
     cost: float | None = None  # the share of the step time it costs, where estimated: findings are ranked by it
+    # explain's root cause first: the rule of the finding that produces this one (a comm share credited to the
+    # oversubscription that makes it), set when explain credits it; None for a root cause
+    because: str | None = None
+    own_cause: bool = False  # its rule found it to be a cause by itself, beyond what the others explain: never credited
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

@@ -52,9 +52,11 @@ STEPS: list[tuple[str, str, bool]] = [
     (("The report as a browser shows it (`runs/lab/report/report.html`, a screenshot taken by headless Chromium):\n\n"
      "![report.html of this run](img/report.png)\n\n"
      "## 5. Why it scales as it does\n\n"
-     "`explain` ranks each point's findings, most costly first, each with its evidence (a log's `file:line`, or "
-     "the record field it read) and its fix. On the minicluster it finds what is true of it: the two \"nodes\" "
-     "are one host whose two CPUs all ranks share. Exit status 1 means a finding is an error."),
+     "`explain` says first what explains the run: each cause once, with the points it touches, its share of the "
+     "step, its fix (the key to change) and the symptoms it explains; then each point on a line, its causes in "
+     "order. `--all` shows every finding with its evidence (a log's `file:line`, or the record field it read). On "
+     "the minicluster it finds what is true of it: the two \"nodes\" are one host whose two CPUs all ranks share. "
+     "Exit status 1 means a finding is an error."),
      "hpcbench explain runs/lab", False),
 ]
 

@@ -58,14 +58,15 @@ def test_explain_is_the_code_of_hpcbench_explain(cli):
     assert isinstance(why, hpcbench.Explanation) and len(why) == 2
     assert all(isinstance(w, PointWhy) for w in why) and all(isinstance(f, Finding) for _, f in why.findings)
     df = why.to_frame()
-    assert list(df.columns) == ["point", "rule", "severity", "claim", "evidence", "effect", "fix"]
+    assert list(df.columns) == ["point", "rule", "severity", "claim", "evidence", "effect", "fix", "because"]
     proc = cli("explain", *logs, "--format", "json")
     doc = json.loads(proc.stdout)
-    from_cli = {(d["point"], f["rule"], f["severity"], f["claim"]) for d in doc for f in d["findings"]}
+    from_cli = {(d["point"], f["rule"], f["severity"], f["claim"]) for d in doc["points"] for f in d["findings"]}
     ours = {(r.point, r.rule, r.severity, r.claim) for r in df.itertuples() if r.rule != "link-peak"}
-    assert ours == from_cli and len(df) == len(from_cli) + sum(d["peak_unknown"] is not None for d in doc)
+    assert ours == from_cli and len(df) == len(from_cli) + sum(d["peak_unknown"] is not None for d in doc["points"])
     assert why.failed == (proc.returncode == 1) and why.failed  # the trainer log failed with ncclInternalError
-    table = cli("explain", *logs).stdout  # the table prints the same rows
+    assert [s.rule for s in why.run.causes] == [c["rule"] for c in doc["run"]["causes"]]  # the run first, as printed
+    table = cli("explain", *logs, "--all").stdout  # the full listing prints the same rows
     assert all(r.claim[:40] in table for r in df.itertuples())
     # the options are the CLI's, with its errors
     gather = LOGS / "nccltests_allgather-bf16-g2_50.log"

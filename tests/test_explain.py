@@ -243,9 +243,12 @@ def test_explain_cli_formats_and_exit_code(cli, tmp_path):
     header = cli("explain", str(LOGS / "nccltests_11.log"))  # a header without rows is an excerpt, not a failure
     assert header.returncode == 0 and "no-rows" in header.stdout and "no-result" not in header.stdout
     doc = json.loads(cli("explain", *logs, "--format", "json").stdout)
-    assert {d["point"] for d in doc} == {"nccl_shm-socket-mixedchanfmt_32.log", "nccl_trainer-role-prefix-ifname_72.log"}
+    assert {d["point"] for d in doc["points"]} == {"nccl_shm-socket-mixedchanfmt_32.log",
+                                                   "nccl_trainer-role-prefix-ifname_72.log"}
+    assert doc["schema"] == "hpcbench.explain/2" and doc["run"]["causes"][0]["severity"] == "error"  # errors first
     md = cli("explain", logs[0], "--format", "markdown")
-    assert md.returncode == 0 and md.stdout.startswith("- **nccl_shm-socket-mixedchanfmt_32.log**")
+    assert md.returncode == 0 and md.stdout.startswith("**1 cause explains this run** (1 points):")
+    assert "\n- **nccl_shm-socket-mixedchanfmt_32.log**" in md.stdout
     bad = cli("explain", logs[0], "--allreduce", str(tmp_path / "nope.log"))
     assert bad.returncode == 2 and "no such allreduce log" in bad.stderr
     one = cli("explain", logs[0], "--allreduce", str(LOGS / "nccltests_3.log"))  # a single 10 GiB row
@@ -347,12 +350,21 @@ def test_real_logs_roce_apart_from_ib_and_ib_disabled():
     assert "nccl-env" not in rules_of(LOGS / on)[on]
 
 
-def test_a_lagging_rank_that_shares_cores_unbound_is_told_as_shared_cores(tmp_path):
-    """Unbound ranks on one CPU set: the kernel moves them, one lags, and the fix is to bind them; the same
-    lag with each rank on its own cores is a straggler to look for on that node."""
-    slow = {"rank_compute_s": [0.3, 0.9]}
-    unbound = _run_with(tmp_path / "a", [_prov(0, "h1", [0, 1]), _prov(1, "h1", [0, 1])], **slow)
-    assert "shared-cores" in unbound and "straggler" not in unbound
+def test_a_lagging_rank_that_shares_cores_unbound_is_credited_to_shared_cores(tmp_path):
+    """Unbound ranks on one CPU set: the kernel moves them, one lags, and the fix is to bind them: the lag is
+    said under shared-cores. A lag far beyond what the sharing explains (an injected slow_rank) is a cause of its
+    own and leads; the same lag with each rank on its own cores is a straggler to look for on that node."""
+    from hpcbench.explain import explain_paths
+
+    unbound = [_prov(0, "h1", [0, 1]), _prov(1, "h1", [0, 1])]
+    shared = _run_with(tmp_path / "a", unbound, rank_compute_s=[0.3, 0.7])  # sharing explains up to 1.5 x 0.3 s
+    assert shared["straggler"].because == "shared-cores" and shared["shared-cores"].because is None
+    [w] = explain_paths([tmp_path / "a" / "run"])
+    assert w.findings[0].rule == "shared-cores" and [f.rule for f in w.under(w.findings[0])][0] == "straggler"
+    alone = _run_with(tmp_path / "c", unbound, rank_compute_s=[0.3, 3.0])
+    assert alone["straggler"].own_cause and alone["straggler"].because is None
+    [w] = explain_paths([tmp_path / "c" / "run"])
+    assert w.findings[0].rule == "straggler" and w.top()[1].rule == "shared-cores"
     bound = _run_with(tmp_path / "b", [_prov(0, "h1", [0], "slurm cores", True), _prov(1, "h1", [1], "slurm cores", True)],
-                      **slow)
+                      rank_compute_s=[0.3, 0.9])
     assert "rank 1 on node1 takes 900.0 ms per compute" in bound["straggler"].claim and "shared-cores" not in bound

@@ -132,7 +132,28 @@ def _arg(call: ast.Call, pos: int, name: str) -> str:
         return ""
     if isinstance(node, ast.Constant):
         return "" if node.value is None else str(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return _fstring(node)
     return ast.unparse(node)
+
+
+def _fstring(node: ast.JoinedStr) -> str:
+    """An f-string as the user reads it: each ``ctx.key(...)`` as the sweep key it names (explain/keys.py), any
+    other value as ``{expression}``."""
+    from hpcbench.explain.keys import key
+
+    out = []
+    for v in node.values:
+        call = v.value if isinstance(v, ast.FormattedValue) else None
+        if isinstance(v, ast.Constant):
+            out.append(str(v.value))
+        elif (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "key"
+              and all(isinstance(a, ast.Constant) for a in call.args)):
+            names = [str(a.value) for a in call.args if isinstance(a, ast.Constant)]
+            out.append(key(names[0], None, names[1] if len(names) > 1 else None))
+        else:
+            out.append("{" + ast.unparse(call if call is not None else v) + "}")
+    return "".join(out)
 
 
 def _findings_in(fn: Callable[..., Any]) -> list[tuple[str, str, str, str]]:

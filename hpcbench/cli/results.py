@@ -136,8 +136,12 @@ def cmd_explain(args: Args) -> int:
     from hpcbench.explain import explain_paths
 
     whys = explain_paths(args.paths, baseline=args.baseline, cluster=args.cluster, allreduce_file=args.allreduce)
-    out = {"json": render.as_json, "markdown": render.as_markdown}.get(args.format)
-    print(out(whys) if out else render.as_table(whys), end="" if args.format == "json" else "\n")
+    if args.format == "json":  # everything, with the run's summary: a program picks what it shows
+        print(render.as_json(whys), end="")
+    elif args.format == "markdown":
+        print(render.summary_markdown(whys) + "\n\n" + render.as_markdown(whys, everything=args.all))
+    else:
+        print(render.as_table(whys, everything=args.all))
     # like check: an error-level finding (Socket while IB is there, a point without result) is exit 1
     return 1 if any(f.fails for w in whys for f in w.findings) else 0
 
@@ -145,6 +149,9 @@ def cmd_explain(args: Args) -> int:
 def args_explain(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="run directories, or log files / folders of logs")
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    p.add_argument("--all", action="store_true", help="every finding of every point, with its evidence, symptoms "
+                                                      "under their cause (default: the run's causes once, then "
+                                                      "what each point shows beyond them)")
     p.add_argument("--allreduce", metavar="FILE", help="an nccl-tests or hpcbench allreduce log: the curve the "
                                                        "scaling model uses when the run has no allreduce point")
     p.add_argument("--baseline", choices=BASELINES, default="auto")

@@ -15,18 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpcbench.explain import bounds, rules
+from hpcbench.explain import bounds, causes, rules
 from hpcbench.explain.context import Context
 from hpcbench.explain.inputs import Subject
 from hpcbench.explain.links import Peak
 from hpcbench.findings import Finding, ranked
-from hpcbench.vocab import ERROR, INFO, UNSUPPORTED
+from hpcbench.vocab import ERROR, INFO, OUT_OF_MEMORY, TIMEOUT, UNSUPPORTED
 
 
 @dataclass
 class PointWhy:
     point: Subject
-    findings: list[Finding] = field(default_factory=list)  # most costly first
+    # root causes by estimated effect, each followed by the symptoms credited to it (Finding.because; causes.py)
+    findings: list[Finding] = field(default_factory=list)
     peak: Peak | None = None  # communication points: the slowest link's peak
     peak_why: str = ""  # ... or why it is not known
 
@@ -34,9 +35,18 @@ class PointWhy:
     def label(self) -> str:
         return self.point.label
 
-    def top(self, n: int = 5) -> list[Finding]:
-        """The findings worth reading first: the costly and the severe, not the informational."""
-        return [f for f in self.findings if f.severity != "info" or f.cost][:n]
+    def top(self, n: int | None = None) -> list[Finding]:
+        """The causes worth reading first, by estimated effect: the costly and the severe, not the informational,
+        nor a symptom credited to one of them."""
+        return [f for f in self.findings if f.because is None and (f.severity != INFO or f.cost)][:n]
+
+    def under(self, cause: Finding) -> list[Finding]:
+        """The symptoms credited to ``cause``."""
+        return [f for f in self.findings if f.because == cause.rule and cause.because is None and f is not cause]
+
+    def effect(self, cause: Finding) -> float | None:
+        """A root cause's estimated share of the step: its own cost or the largest of what it explains."""
+        return causes.effect(cause, self.findings)
 
 
 def _unmeasured(p: Subject, ctx: Context) -> PointWhy | None:
@@ -45,13 +55,25 @@ def _unmeasured(p: Subject, ctx: Context) -> PointWhy | None:
         return PointWhy(p, ranked(rules.run(ctx, logs_alone=True)))
     if p.state == UNSUPPORTED:  # the ranks recorded that their library has no such collective
         return PointWhy(p, [Finding(INFO, "unsupported", p.reason, "measure this collective with a library that "
-                                    "has it (torch.distributed has every one of nccl-tests')", subject=p.label)])
+                                    f"has it: {ctx.key('backend')} (torch.distributed has every one of nccl-tests')",
+                                    subject=p.label)])
     if not p.ok:
-        fix = ("see the job's logs in the point folder (hpcbench status RUN names them)" if p.point_id
-               else f"read the end of {p.source}: the job may have stopped before its first measurement")
+        fix = _no_result_fix(p, ctx)
         return PointWhy(p, [Finding(ERROR, "no-result", f"{p.state}: {p.reason or 'no reason recorded'}", fix,
                                     subject=p.label)])
     return None
+
+
+def _no_result_fix(p: Subject, ctx: Context) -> str:
+    """What to change for a point without a result: its time or memory where Slurm ended it for those."""
+    if p.state == TIMEOUT:
+        return f"give it more time: {ctx.key('time')}"
+    if p.state == OUT_OF_MEMORY:
+        return f"give it more memory: {ctx.key('mem')}, or a smaller {ctx.key('batch_size')}"
+    if p.point_id:
+        return ("see the job's logs in the point folder (hpcbench status RUN names them); where the cluster failed "
+                f"it (a node, a lost peer), {ctx.key('max_retries')} = 1 resubmits it")
+    return f"read the end of {p.source}: the job may have stopped before its first measurement"
 
 
 def explain(subjects: Sequence[Subject], allreduce_file: str | Path | None = None) -> list[PointWhy]:
@@ -66,7 +88,7 @@ def explain(subjects: Sequence[Subject], allreduce_file: str | Path | None = Non
             continue
         found = rules.run(ctx)
         found += bounds.model_findings(ctx, fitted, found)
-        why = PointWhy(p, ranked(found))
+        why = PointWhy(p, causes.credit(found, rules.explains(), rules.caveats()))
         if p.kind != "train":
             why.peak, why.peak_why = bounds.peak(ctx)
         out.append(why)

@@ -156,5 +156,6 @@ def model_findings(ctx: Context, fitted: dict[Placement | None, model.Fit], othe
     # with leads, the gap is ranked after them (they are its explanation); alone, it is the headline
     cost = (p.step_time_s - pred.step_s) / p.step_time_s if p.step_time_s > pred.step_s and not leads else None
     return [Finding(WARNING, "model-gap", f"{claim}: the model does not explain {gap * 100:.0f} points{see}",
-                    "the findings above, or collect what is missing (straggler and load evidence, provenance)",
+                    "the findings above; else measure the allreduce curve of this placement (a sweep with "
+                    f"{ctx.key('kind')} = \"collective\") to see where the model goes wrong",
                     evidence, f"{gap * 100:.0f} efficiency points", ctx.name, cost)]

@@ -66,6 +66,12 @@ class Context:
     def nccl(self) -> list[dict[str, Any]]:
         return [p["nccl"] for p in self.parsed if p.get("nccl")]
 
+    def key(self, name: str, var: str | None = None) -> str:
+        """The sweep or profile key ``name`` (``env`` with ``var``: that variable) as a fix names it (keys.py)."""
+        from hpcbench.explain.keys import key
+
+        return key(name, self.point.profile, var)
+
     @property
     def name(self) -> str:
         return self.point.label

@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcbench import records
 from hpcbench.errors import ConfigError, HpcbenchError, NoSuchFile, SchemaError
-from hpcbench.figures.samples import Sample, from_record
 from hpcbench.figures.foreign import log_samples
+from hpcbench.figures.samples import Sample, from_record
 from hpcbench.figures.wire import host_names
+from hpcbench.plan.cluster import Used, used
 from hpcbench.rundir import PointPaths, RunDir
 
 if TYPE_CHECKING:
@@ -183,3 +185,14 @@ def run_samples(rd: RunDir, states: list[PointState] | None = None) -> list[Samp
             samples.append(Sample(source=root, label=p.label, ok=False, point_id=p.id, world_size=p.world_size,
                                   **common))
     return samples
+
+
+@cache
+def profile_of(source: str) -> Used | None:
+    """The cluster profile the run directory ``source`` used (its cluster.txt), with the keys it set that the run's
+    sweep did not; None for a log, a run without a profile, or a profile that cannot be read."""
+    rd = RunDir(Path(source))
+    try:
+        return used(Path(rd.cluster_ref.read_text().strip()), rd.sweep_copy)
+    except OSError:
+        return None

@@ -130,3 +130,28 @@ def merge_slurm(profile: ClusterProfile, raw_slurm: dict[str, Any], checked: dic
         out[key] = tuple(dict.fromkeys((*profile.get(key, ()), *checked[key])))
     out["env"] = tuple({**dict(profile.env), **dict(checked["env"])}.items())
     return out
+
+
+@dataclass(frozen=True)
+class Used:
+    """The cluster profile a run used, as a fix names it: its file as shown (clusters/minicluster.toml), the keys
+    it set that the run's own sweep did not (so their values came from it), and the [env] names likewise."""
+
+    path: str
+    keys: frozenset[str]
+    env: frozenset[str]
+
+
+def used(profile_file: Path, sweep_file: Path) -> Used | None:
+    """What ``profile_file`` set for the sweep in ``sweep_file`` (a run directory's copy); None where either cannot
+    be read (a profile moved since the run)."""
+    try:
+        prof = toml(profile_file.read_text(), profile_file)
+        sweep = toml(sweep_file.read_text(), sweep_file) if sweep_file.is_file() else {}
+    except (OSError, ConfigError):
+        return None
+    slurm = sweep.get("slurm") or {}
+    env = slurm.get("env") or {}
+    shown = f"{profile_file.parent.name}/{profile_file.name}" if profile_file.parent.name else profile_file.name
+    return Used(shown, frozenset(k for k in prof if k not in slurm and k != "env"),
+                frozenset(k for k in prof.get("env") or {} if k not in env))

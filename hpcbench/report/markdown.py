@@ -8,6 +8,7 @@ from hpcbench.files import utcnow
 
 if TYPE_CHECKING:
     from hpcbench.report.summarize import Report
+    from hpcbench.tabular import Table
 
 PLOT_TITLES = {
     "scalability.png": "Scalability curve",
@@ -59,16 +60,27 @@ def _findings_text(report: Report, bullet: str) -> str:
     return "\n".join(lines)
 
 
+def _table_md(t: Table) -> list[str]:
+    return [f"## {t.title}", "", t.render("github") if t.rows else f"_{t.empty}_", "", *(f"- {n}" for n in t.notes),
+            ""]
+
+
 def report_md(report: Report) -> str:
     out = ["# hpcbench scaling report", "",
            f"Generated {utcnow()} from: " + ", ".join(f"`{s}`" for s in _sources(report)), ""]
     if report.partial:
         out += [f"> **{report.partial_note()}.**", ""]
-    out += [f"**Baseline ({report.baseline.mode}):** {report.baseline.description}.", ""]
-    from hpcbench.explain.render import as_markdown
+    from hpcbench.explain.render import as_markdown, summary_markdown
 
-    out += ["## Why", "", ("Each point's costliest findings, with their evidence and fix "
-            "(all of them: `hpcbench explain`)."), "", as_markdown(report.why), ""]
+    # the run first: what explains it, then its main table; the details of each point follow
+    out += ["## What explains this run", "", summary_markdown(report.why), ""]
+    out += [f"**Baseline ({report.baseline.mode}):** {report.baseline.description}.", ""]
+    main = next((t for t in report.tables if t.rows), None)
+    if main is not None:
+        out += _table_md(main)
+    out += ["## Why, point by point", "", ("Each point's causes by estimated effect, with their evidence and fix; a "
+            "symptom credited to a cause is nested under it (every finding: `hpcbench explain --all`)."), "",
+            as_markdown(report.why, everything=False), ""]
     out += ["## Findings", ""]
     any_finding = False
     for title, items in report.findings.items():
@@ -80,9 +92,8 @@ def report_md(report: Report) -> str:
         out.append("- nothing to report")
     out.append("")
     for t in report.tables:
-        out += [f"## {t.title}", "", t.render("github") if t.rows else f"_{t.empty}_", ""]
-        out += [f"- {n}" for n in t.notes]
-        out.append("")
+        if t is not main:
+            out += _table_md(t)
     out += ["## Plots", ""]
     for name, status in report.plots.items():
         title = plot_title(name)

@@ -5,7 +5,12 @@ to one), with no list to edit elsewhere.
 A module may also say:
 - ``ORDER`` (default 100): where its findings stand among findings of equal cost and severity (lower first);
 - ``ON_LOGS_ALONE`` (default False): its rules also read a log that holds no measurement (NCCL lines only),
-  where the other rules have nothing to read.
+  where the other rules have nothing to read;
+- ``EXPLAINS`` (default none): the causal table's entries of its rules, ``{cause rule: (symptom rules it can
+  produce, ...)}``: where both are found on a point, the symptom is credited to the cause and shown under it
+  (explain/causes.py). A new cause is one entry here;
+- ``CAVEATS`` (default none): its rules whose findings say what the figures can bear (few repeats, noise), not what
+  slows a point: they are listed after a point's causes and are never counted as one.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class Group:
     rules: tuple[Rule, ...]
     order: int
     on_logs_alone: bool
+    explains: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    caveats: tuple[str, ...] = ()
 
 
 def collect(package: str) -> list[Group]:
@@ -38,8 +45,11 @@ def collect(package: str) -> list[Group]:
         module = importlib.import_module(info.name)
         rules = getattr(module, "RULES", None)
         if rules is not None:
+            explains = getattr(module, "EXPLAINS", {})
             found.append(Group(info.name, tuple(rules), int(getattr(module, "ORDER", 100)),
-                               bool(getattr(module, "ON_LOGS_ALONE", False))))
+                               bool(getattr(module, "ON_LOGS_ALONE", False)),
+                               tuple((c, tuple(s)) for c, s in explains.items()),
+                               tuple(getattr(module, "CAVEATS", ()))))
     return sorted(found, key=lambda g: (g.order, g.module))
 
 
@@ -47,6 +57,22 @@ def collect(package: str) -> list[Group]:
 def groups() -> tuple[Group, ...]:
     """This package's rule groups (found once per process)."""
     return tuple(collect(__name__))
+
+
+@cache
+def explains() -> dict[str, frozenset[str]]:
+    """The causal table of every group, merged: cause rule -> the symptom rules it can produce."""
+    out: dict[str, set[str]] = {}
+    for g in groups():
+        for cause, symptoms in g.explains:
+            out.setdefault(cause, set()).update(symptoms)
+    return {c: frozenset(s) for c, s in out.items()}
+
+
+@cache
+def caveats() -> frozenset[str]:
+    """The rules of every group whose findings are caveats about the figures, not causes."""
+    return frozenset(r for g in groups() for r in g.caveats)
 
 
 def run(ctx: Context, logs_alone: bool = False) -> list[Finding]:

@@ -24,6 +24,14 @@ STRAGGLER_COST = 0.10  # ... when the wait costs at least this share of the step
 INPUT_BOUND = 0.10  # share of the step spent waiting for the batch
 COMPUTE_GROWTH = 0.20  # compute per step this much above the 1-rank-per-node point's
 MINOR = 0.02  # an effect below this share of the step is not worth a finding
+# A rank that shares its CPUs (with its peers, or with a busy host's other work) can lag its peers by up to about
+# SHARED_LAG times their compute (measured under the same sharing: a rank the scheduler put behind waits about one
+# of their turns), plus a scheduler time slice per extra thread on its CPU (what a compute of a millisecond or less
+# shows most). On the minicluster at 2-9 threads per CPU, lags of ranks nothing was injected into stayed within
+# 1.2 times, or 3 ms on sub-millisecond steps; beyond that the lag is a cause of its own (a slow node, an injected
+# slow_rank), never credited to the sharing, nor to a slow input whose own wait differs less.
+SHARED_LAG = 1.5
+SLICE_S = 0.003
 
 
 def _cpu_list(cpus: list[int]) -> str:
@@ -39,9 +47,9 @@ def binding(ctx: Context) -> list[Finding]:
     if bad:
         d = bad[0]
         out.append(Finding(WARNING, "binding", f"{len(bad)} rank(s) are not bound as asked: "
-                           f"{d['affinity'].get('detail')}", "check the launcher's binding options "
-                           "(srun --cpu-bind, mpirun --bind-to) and cpus_per_task; a wrapper that calls taskset "
-                           "or numactl overrides them", f"provenance-rank{d.get('rank', 0)}.json affinity",
+                           f"{d['affinity'].get('detail')}", f"set the binding in {ctx.key('cpu_bind')} and "
+                           f"{ctx.key('cpus_per_task')} (srun --cpu-bind, mpirun --bind-to); a wrapper that calls "
+                           "taskset or numactl overrides them", f"provenance-rank{d.get('rank', 0)}.json affinity",
                            subject=ctx.name))
     per_host = _per_host(ctx)
     return out + [f for host, docs in sorted(per_host.items()) for f in _shared(ctx, host, docs)] + \
@@ -79,12 +87,6 @@ def _sharing(docs: list[dict[str, Any]]) -> list[tuple[frozenset[int], list[dict
     return out
 
 
-def _unbound_sharing(ctx: Context) -> set[int | None]:
-    """Ranks that share their host's CPUs unbound: the kernel moves them, and one lags when it is moved."""
-    return {d.get("rank") for docs in _per_host(ctx).values() for _, ranks, unbound, _ in _sharing(docs) if unbound
-            for d in ranks}
-
-
 def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding]:
     """Ranks of a host on one and the same CPU set: unbound, or with more threads than the set has CPUs
     (two Slurm nodes on one host each give their rank CPU 0). A socket binding that gives two ranks the
@@ -95,11 +97,15 @@ def _shared(ctx: Context, host: str, docs: list[dict[str, Any]]) -> list[Finding
         claim = (f"{len(ranks)} ranks on {host} are not bound: the kernel moves them between cores and sockets "
                  f"(all on CPUs {listed})") if unbound else \
             f"{len(ranks)} ranks on {host} run {threads} threads on the same {len(cpus)} CPU(s) ({listed})"
-        fix = "bind them: cpu_bind = \"sockets\" or \"cores\" in [slurm]" if unbound else \
-            "give each rank its own cores; Slurm nodes that share one host each hand out the same CPUs"
+        fix = f"bind them: {ctx.key('cpu_bind')} = \"cores\" (or \"sockets\")" if unbound else \
+            (f"give each rank its own cores: {ctx.key('cpu_bind')} = \"cores\" with {ctx.key('cpus_per_task')} "
+             f"within the host's CPUs, or fewer {ctx.key('ranks_per_node')}; Slurm nodes that share one host each "
+             "hand out the same CPUs")
+        ratio = threads / len(cpus)
         out.append(Finding(WARNING, "shared-cores", claim, fix, "; ".join(
             f"provenance-rank{d.get('rank')}.json affinity" for d in ranks[:2]),
-            None if unbound else f"{threads / len(cpus):.1f} threads per CPU", ctx.name))
+            None if unbound else f"{ratio:.1f} threads per CPU: about {1 - 1 / ratio:.0%} of the step waits for one",
+            ctx.name, None if unbound else 1 - 1 / ratio))
     return out
 
 
@@ -113,7 +119,7 @@ def _nccl_affinity(ctx: Context, per_host: dict[str, list[dict[str, Any]]]) -> l
             return [Finding(WARNING, "nccl-affinity", f"NCCL sets GPU {gpu} on {host} to CPUs "
                             f"{_cpu_list(sorted(mask_cpus(mask)))}, but its rank runs on {_cpu_list(sorted(cpus))}: "
                             "the rank feeds its GPU across the socket link",
-                            "put each rank on its GPU's socket: gpu_bind in the cluster profile", str(line),
+                            f"put each rank on its GPU's socket: {ctx.key('gpu_bind')}", str(line),
                             subject=ctx.name)]
     return []
 
@@ -138,8 +144,10 @@ def one_host(ctx: Context) -> list[Finding]:
                         subject=ctx.name)]
     return [Finding(WARNING, "one-host", f"asked for {p.nodes} nodes, but its ranks ran on {len(p.hosts)} host "
                     f"({', '.join(p.hosts)}): they share its cores, memory and network stack, so this is not an "
-                    "inter-node measurement", "run on distinct hosts (a real cluster, not the minicluster or the "
-                    "local backend) to measure between nodes", "result.json ranks[].hostname", subject=ctx.name)]
+                    "inter-node measurement",
+                    "run on distinct hosts to measure between nodes (a real cluster, not the minicluster "
+                    f"nor the local backend); on this one, keep {ctx.key('nodes')} = [1] and vary "
+                    f"{ctx.key('ranks_per_node')}", "result.json ranks[].hostname", subject=ctx.name)]
 
 
 def _hosts(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:
@@ -168,10 +176,12 @@ def oversubscribed(ctx: Context) -> list[Finding]:
             parts = " + ".join(f"{n.ranks} x {n.cpus_per_task or 1} on {n.slurm_node or host}" for n in nodes)
             return [Finding(WARNING, "oversubscribed", f"ranks x cpus_per_task on host {host} ask for {want} CPUs "
                             f"({parts}), and it has {cpus} ({nodes[0].cores or '?'} cores): "
-                            f"{want / cpus:.1f}x oversubscribed", "fewer ranks per node, or fewer cpus_per_task"
+                            f"{want / cpus:.1f}x oversubscribed", f"fewer {ctx.key('ranks_per_node')} or a smaller "
+                            f"{ctx.key('cpus_per_task')}, so that ranks x cpus_per_task fits {cpus} CPUs"
                             + ("; the Slurm nodes here share one host's cores" if len(nodes) > 1 else ""),
                             "result.json node_load[]: host, cpus, ranks, cpus_per_task",
-                            f"every step waits for CPU time: {want / cpus:.1f} threads per CPU", ctx.name)]
+                            f"every step waits for CPU time: {want / cpus:.1f} threads per CPU, about "
+                            f"{1 - cpus / want:.0%} of the step", ctx.name, 1 - cpus / want)]
     return []
 
 
@@ -208,7 +218,8 @@ def compute_growth(ctx: Context) -> list[Finding]:
     return [Finding(WARNING, "compute-growth", f"compute per step is {mine * 1e3:.1f} ms at {p.ranks_per_node} "
                     f"ranks per node against {theirs * 1e3:.1f} ms at 1 ({growth:+.0%}): the ranks of a node "
                     "compete for its cores or memory bandwidth",
-                    "give each rank its own cores (cpus_per_task) or run fewer ranks per node",
+                    f"give each rank its own cores ({ctx.key('cpu_bind')} = \"cores\", {ctx.key('cpus_per_task')}) or "
+                    f"run fewer {ctx.key('ranks_per_node')}",
                     f"the median rank's compute-only step (result.json rank_compute_s) of {p.label} and {base.label}",
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
 
@@ -229,8 +240,9 @@ def load(ctx: Context) -> list[Finding]:
         return [Finding(WARNING if beside else INFO, "load",
                         claim + (": something ran beside it" if beside else
                                  ": the load of the last minute, perhaps the job before this one"),
-                        "ask for --exclusive, or look at what runs there" if beside else
-                        "repeat the point (repeats = 3) to see whether it matters",
+                        f"ask for whole nodes: {ctx.key('sbatch_args')} = [\"--exclusive\"], or look at what "
+                        "runs there" if beside else
+                        f"repeat the point ({ctx.key('repeats')} = 3) to see whether it matters",
                         "result.json node_load[].before/after", subject=ctx.name)]
     return []
 
@@ -254,14 +266,40 @@ def straggler(ctx: Context) -> list[Finding]:
     cost = min(over / rec.mean_step_time_s, 1.0) if rec.mean_step_time_s else None
     if cost is not None and cost < STRAGGLER_COST:
         return []
-    if worst in _unbound_sharing(ctx):
-        return []  # the shared-cores finding names the cause and its fix (bind them), not "look at that node"
     what = "compute" if own else "step"
+    shared = _threads_per_cpu(ctx, r.hostname if r else None, worst)
+    waits = [t for t in (getattr(rec, "rank_input_s", None) or []) if t is not None]
+    input_gap = waits[worst] - statistics.median(waits) if len(waits) == len(times) else 0.0
+    explained = SHARED_LAG * med + SLICE_S * max(shared - 1.0, 0.0)  # what sharing its CPUs can explain
+    alone = over > explained and over > 2 * input_gap  # more than sharing or its own input wait explain
+    beyond = (f", more than sharing its CPUs ({shared:.1f} threads per CPU) explains" if alone and shared > 1.0
+              else "")
+    node = (r.slurm_node or r.hostname) if r else None
     return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {times[worst] * 1e3:.1f} ms per {what}, the "
-                    f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it",
-                    "look at that node: its load, clocks and neighbours (or a slow_rank left in the sweep)",
+                    f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it{beyond}",
+                    f"remove an injected straggler ({ctx.key('slow_rank')} = -1) if the sweep has one; else look at "
+                    f"{node or 'that node'} (its load, clocks, neighbours) and leave it out: "
+                    f"{ctx.key('sbatch_args')} = [\"--exclude={node or 'NODE'}\"]",
                     f"result.json rank_{what}_s",
-                    f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
+                    f"about {cost:.0%} of the step" if cost else None, ctx.name, cost, own_cause=alone)]
+
+
+def _threads_per_cpu(ctx: Context, host: str | None, rank: int) -> float:
+    """The most threads per CPU the host of ``rank`` ran, as far as the evidence tells: the CPU set it shared
+    with other ranks, its oversubscription, its 1-minute load (0 when nothing tells)."""
+    out = 0.0
+    docs = [d for d in ctx.provenance if host is None or str(d.get("hostname")) == host]
+    for cpus, ranks, _, threads in _sharing(docs):
+        if any(d.get("rank") == rank for d in ranks):
+            out = max(out, threads / len(cpus))
+    for h, nodes in _hosts(list(getattr(ctx.record, "node_load", None) or [])).items():
+        if (host is not None and h != host) or not nodes[0].cpus:
+            continue
+        n_cpus = nodes[0].cpus
+        want = sum((n.ranks or 0) * (n.cpus_per_task or 1) for n in nodes)
+        loads = [x[0] for x in (nodes[0].before, nodes[0].after) if x]
+        out = max(out, want / n_cpus, *(v / n_cpus for v in loads))
+    return out
 
 
 def gpu_numa(ctx: Context) -> list[Finding]:
@@ -270,13 +308,14 @@ def gpu_numa(ctx: Context) -> list[Finding]:
     ok = getattr(rec, "gpu_numa_ok", None)
     if ok is False and rec is not None:
         return [Finding(WARNING, "gpu-numa", f"a GPU is fed across the socket link: {rec.gpu_numa_detail}",
-                        "put each rank on its GPU's socket: gpu_bind = \"block\" or \"closest\" in the cluster "
-                        "profile (docs/howto/site-profile.md, GPU binding)",
+                        f"put each rank on its GPU's socket: {ctx.key('gpu_bind')} = \"block\" or \"closest\" "
+                        "(docs/howto/site-profile.md, GPU binding)",
                         "provenance-rank<N>.json gpu_binding; result.json gpu_numa_detail", subject=ctx.name)]
     if ok is None and ctx.point.device == "cuda" and rec is not None:
         return [Finding(INFO, "gpu-numa", f"whether each GPU is on its rank's NUMA node is not known: "
                         f"{getattr(rec, 'gpu_numa_detail', None) or 'the record predates this check'}",
-                        "make /sys/bus/pci/devices/<bus>/numa_node readable, or install nvidia-ml-py",
+                        "make /sys/bus/pci/devices/<bus>/numa_node readable, or install nvidia-ml-py; then "
+                        f"{ctx.key('gpu_bind')} applies",
                         subject=ctx.name)]
     return []
 
@@ -287,9 +326,24 @@ def input_pipeline(ctx: Context) -> list[Finding]:
     if share is None or share < INPUT_BOUND:
         return []
     return [Finding(WARNING, "input", f"each step waits {share:.0%} of its time for its batch: the input pipeline "
-                    "cannot keep up", "more data-loader workers, faster storage, or synthetic data to measure "
-                    "the rest", "result.json input_fraction", f"about {share:.0%} of the step", ctx.name, share)]
+                    "cannot keep up", f"measure the rest on synthetic data ({ctx.key('data')} = \"synthetic\"), "
+                    f"or put {ctx.key('data_dir')} on faster storage", "result.json input_fraction",
+                    f"about {share:.0%} of the step", ctx.name, share)]
 
 
 RULES = (binding, gpu_numa, one_host, oversubscribed, compute_growth, load, straggler, input_pipeline)
 ORDER = 20  # then where the ranks ran
+# The causal table's entries of these rules: what each cause can produce, credited to it where both are found.
+_CPU_TIME = ("straggler", "compute-growth", "noisy-steps", "comm-share", "model-gap")  # what waiting for a CPU shows
+EXPLAINS = {
+    "oversubscribed": ("shared-cores", *_CPU_TIME),
+    # the "nodes" share the host's cores (each Slurm node hands out the same CPUs) and talk over its loopback
+    "one-host": ("shared-cores", *_CPU_TIME),
+    "shared-cores": _CPU_TIME,
+    "binding": _CPU_TIME,
+    "load": _CPU_TIME,
+    "straggler": ("comm-share", "noisy-steps", "model-gap"),  # the others wait for it at the gradient exchange
+    "input": ("straggler", "noisy-steps", "comm-share", "model-gap"),
+    "gpu-numa": ("compute-growth", "model-gap"),
+    "nccl-affinity": ("compute-growth", "model-gap"),
+}

@@ -8,6 +8,8 @@ named as it is (IB, RoCE, Socket, a plugin).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hpcbench.explain.context import Context
 from hpcbench.findings import Finding
 from hpcbench.parse.checks import DISABLES, check_point, env_findings, verdict
@@ -15,6 +17,13 @@ from hpcbench.vocab import INFO
 
 # the line that shows each log check's finding
 _SHOWN_BY = {"socket-with-ib": ("socket", "ib_device"), "shm-not-p2p": ("shm",), "ib-without-gdrdma": ("ib_transport",)}
+# the NCCL variables each log check's fix is about, and how its fix names their keys
+_KEYS = {"socket-with-ib": ("keys:", ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"), ""),
+         "shm-not-p2p": ("keys:", ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"), ""),
+         "ib-without-gdrdma": ("key:", ("NCCL_NET_GDR_LEVEL",), ""), "no-nccl-lines": ("key:", ("NCCL_DEBUG",), ""),
+         "nccl-warn": ("for more of NCCL's reasons, set", ("NCCL_DEBUG_SUBSYS",), ' = "ALL"')}
+
+
 def log_checks(ctx: Context) -> list[Finding]:
     """The log checks of `hpcbench check` on the point's own logs (socket-with-ib, shm-not-p2p, ib-without-
     gdrdma, nccl-warn, no-nccl-lines on a GPU point), each with the log lines that show it; Socket while IB is
@@ -29,7 +38,10 @@ def log_checks(ctx: Context) -> list[Finding]:
         cost = ctx.point.comm_fraction if f.rule == "socket-with-ib" else None
         effect = (f"communication is {ctx.point.comm_fraction:.0%} of the step; over IB it would be a fraction "
                   "of that" if cost else None)
-        out.append(Finding(f.severity, f.rule, f.claim, f.fix, f.evidence or "; ".join(lines) or f.subject, effect,
+        lead, names, value = _KEYS.get(f.rule, ("", (), ""))
+        keys = ", ".join(ctx.key("env", v) for v in names) + value
+        fix = f"{f.fix} ({lead} {keys})" if f.fix and names else f.fix
+        out.append(Finding(f.severity, f.rule, f.claim, fix, f.evidence or "; ".join(lines) or f.subject, effect,
                            ctx.name, cost))
     return out
 
@@ -49,7 +61,9 @@ def env_disables(ctx: Context) -> list[Finding]:
     """An NCCL_* variable that turns a transport or feature off (P2P, IB, SHM, NET, GDR level 0), set in the
     ranks' environment or said by NCCL's own line."""
     env = {name: (value, where) for name in DISABLES for value, where in [ctx.env(name)] if value is not None}
-    return env_findings(env, ctx.name)
+    return [replace(f, fix=f"unset {ctx.key('env', name)} unless this study is about it (then it is an axis, "
+                              f"[matrix.env] {name}, and fine)")
+            for f in env_findings(env, ctx.name) for name in [f.claim.split("=", 1)[0]]]
 
 
 def unused_features(ctx: Context) -> list[Finding]:
@@ -63,11 +77,13 @@ def unused_features(ctx: Context) -> list[Finding]:
         why = f" (NCCL_ALGO={algo})" if algo else ""
         out.append(Finding(INFO, "nvls-unused", f"NVLS multicast is available but no NVLS channel was used{why}",
                            "allreduce over NVLink SHARP reaches ~480 GB/s busbw on H100 against ~370 with Ring: "
-                           "check NCCL_NVLS_ENABLE and NCCL_ALGO", str(first["nvls_available"]), subject=ctx.name))
+                           f"check {ctx.key('env', 'NCCL_NVLS_ENABLE')} and {ctx.key('env', 'NCCL_ALGO')}",
+                           str(first["nvls_available"]), subject=ctx.name))
     collnet_used = any(n.get("collnet_used") for n in ctx.nccl) or "collnet_used" in first
     if "collnet_available" in first and not collnet_used:
         out.append(Finding(INFO, "collnet-unused", "CollNet (in-network reduction) is available but was not used",
-                           "check NCCL_COLLNET_ENABLE=1 and the SHARP plugin", str(first["collnet_available"]),
+                           f"set {ctx.key('env', 'NCCL_COLLNET_ENABLE')} = \"1\" and load the SHARP plugin",
+                           str(first["collnet_available"]),
                            subject=ctx.name))
     return out
 

@@ -16,7 +16,7 @@ def timeline(ctx: Context) -> list[Finding]:
         return []
     return [Finding(INFO, "timeline", f"the Horovod timeline was recorded during the timed steps ({rec.timeline}): "
                     "rank 0 writing every operation's events is part of each step time",
-                    "set [workload] timeline = false for the figures, and record the timeline in a point of its own",
+                    f"set {ctx.key('timeline')} = false for the figures, and record the timeline in a point of its own",
                     "result.json timeline", subject=ctx.name)]
 
 

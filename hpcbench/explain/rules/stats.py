@@ -23,7 +23,7 @@ def repeats(ctx: Context) -> list[Finding]:
         return []
     return [Finding(INFO, "few-repeats", f"{p.repeats} repeat(s): its interval is over the timed steps of "
                     "each run, so run-to-run variation (placement, neighbours, clocks) is not in it",
-                    "set [sweep] repeats = 3 or more", f"{p.repeats} result record(s)", subject=ctx.name)]
+                    f"set {ctx.key('repeats')} = 3 or more", f"{p.repeats} result record(s)", subject=ctx.name)]
 
 
 def noisy_steps(ctx: Context) -> list[Finding]:
@@ -35,8 +35,10 @@ def noisy_steps(ctx: Context) -> list[Finding]:
     if cv < NOISY_CV:
         return []
     return [Finding(WARNING, "noisy-steps", f"its step times vary by {cv:.0%} (coefficient of variation over "
-                    f"{len(times)} steps): the mean hides a wide spread", "more warm-up steps, an exclusive node "
-                    "(--exclusive), or look at what else ran there", "result.json step_times_s", subject=ctx.name)]
+                    f"{len(times)} steps): the mean hides a wide spread",
+                    f"more {ctx.key('warmup_steps')}, whole nodes "
+                    f"({ctx.key('sbatch_args')} = [\"--exclusive\"]), or look at what else ran there",
+                    "result.json step_times_s", subject=ctx.name)]
 
 
 def within_noise_of_baseline(ctx: Context) -> list[Finding]:
@@ -48,7 +50,7 @@ def within_noise_of_baseline(ctx: Context) -> list[Finding]:
         return []
     hi = "∞" if math.isinf(p.speedup_hi) else f"{p.speedup_hi:.2f}"
     return [Finding(WARNING, "within-noise", f"its speedup {p.speedup:.2f} (95% CI {p.speedup_lo:.2f}–{hi}, against "
-                    f"{p.baseline}) is not distinguishable from no change", "more steps or repeats ([sweep] repeats)",
+                    f"{p.baseline}) is not distinguishable from no change", f"more {ctx.key('steps')} or {ctx.key('repeats')}",
                     "the speedup (95% CI) column: the point's and the baseline's samples/s intervals combined",
                     subject=ctx.name)]
 
@@ -62,7 +64,8 @@ def communication(ctx: Context) -> list[Finding]:
         return []  # one rank exchanges nothing: its step - compute-only step is noise
     if p.comm_within_noise:
         return [Finding(INFO, "comm-share", f"communication shows as {share:.0%} of the step, but its interval "
-                        "reaches 0: within noise", "more steps or repeats to measure the split",
+                        "reaches 0: within noise", f"more {ctx.key('steps')} or {ctx.key('repeats')} to measure the "
+                        "split",
                         "comm_time_s and its CI", subject=ctx.name)]
     hi = p.comm_time_s + (p.comm_time_ci95_s or 0.0)
     lo = max(p.comm_time_s - (p.comm_time_ci95_s or 0.0), 0.0)
@@ -70,7 +73,8 @@ def communication(ctx: Context) -> list[Finding]:
     said = describe(p.backend, ctx.provenance)  # Gloo's and MPI's transport, from the ranks' provenance
     return [Finding(WARNING, "comm-share", f"communication not hidden behind compute is {share:.0%} of the step"
                     f"{span}" + (f", over {said.text}" if said else ""),
-                    "a faster transport, larger batches per rank, or gradient compression / fusion",
+                    f"a faster transport ({ctx.key('backend')}), more work per exchange ({ctx.key('batch_size')}), "
+                    "or gradient compression / fusion",
                     "comm_time_s = step - compute-only step (comm_method)" + (f"; {said.evidence}" if said else ""),
                     f"{share:.0%} of the step", ctx.name, share if math.isfinite(share) else None)]
 
@@ -85,10 +89,12 @@ def wrong_results(ctx: Context) -> list[Finding]:
     return [Finding(ERROR, "wrong-results", f"{sum(n for n, _, _ in bad):,} element(s) of the "
                     f"{ctx.point.collective or 'all_reduce'} results differed from the exact ones "
                     f"({where})", "run it again; if it repeats, the library or the transport corrupts data: compare "
-                    "another backend on the same nodes, and report it with the job log",
+                    f"another {ctx.key('backend')} on the same nodes, and report it with the job log",
                     "result.json allreduce[].wrong / oop_wrong; the job log's '# Out of bounds values : N FAILED'",
                     subject=ctx.name)]
 
 
 RULES = (repeats, noisy_steps, within_noise_of_baseline, communication, wrong_results)
 ORDER = 30  # then what the figures can bear
+# Findings about what the figures can bear, not about what slows a point: said after its causes, never one of them
+CAVEATS = ("few-repeats", "noisy-steps", "within-noise")
