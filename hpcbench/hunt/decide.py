@@ -21,7 +21,8 @@ from hpcbench.hunt.schedule import Pair, confirm_round
 
 DROP = 0.25  # a pair this much below the median bandwidth can be slow ...
 K = 4.0  # ... and must also be this many scaled MADs below it
-LATENCY_RISE = 0.5  # latency: this much above the median (small messages are noisier)
+LATENCY_RISE = 1.0  # latency, the best of a pair's repeats: twice the reference (a busy host's scheduler adds
+# milliseconds to a small message's time at random: only the best repeat says what the link can do)
 PROBE_RISE = 0.25  # compute probe: this much slower than the median node
 MAJORITY = 0.5  # share of a node's pairs that must be slow (more than this) to blame the node
 MAD_SCALE = 1.4826  # MAD of a normal sample times this estimates its standard deviation
@@ -118,7 +119,7 @@ def _by_node(values: dict[Pair, float], partners: dict[str, list[Pair]]) -> Spre
 def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
     """The suspects among the nodes of ``tests`` and ``probes``, most certain first."""
     bw = {t.pair: m for t in tests if (m := _med(t.bandwidth)) is not None}
-    lat = {t.pair: m for t in tests if (m := _med(t.latency)) is not None}
+    lat = {t.pair: min(t.latency) for t in tests if t.latency}
     secs = {p.node: m for p in probes if (m := _med(p.seconds)) is not None}
     partners: dict[str, list[Pair]] = {}
     for p in dict.fromkeys([*bw, *lat]):
@@ -174,7 +175,7 @@ def confirm(first: Verdict, again: Sequence[PairTest], probes: Sequence[Probe] =
     healthy partner, a compute suspect by its probe, a pair suspect by the pair itself. A suspect the round
     did not test stays, marked unconfirmed."""
     slow_pairs = {t.pair for t in again if first.bandwidth.low(_med(t.bandwidth) or math.inf)
-                  or (t.latency and first.latency.high(_med(t.latency) or 0.0, LATENCY_RISE))}
+                  or (t.latency and first.latency.high(min(t.latency), LATENCY_RISE))}
     tested_pairs = {t.pair for t in again}
     slow_nodes = {n for p in slow_pairs for n in p}
     tested_nodes = {n for p in tested_pairs for n in p}
