@@ -151,6 +151,26 @@ def test_an_injected_straggler_on_shared_cores_is_named_first(cli, tmp_path, slu
     assert "shared-cores" in [f.rule for f in w.top()]
     out = cli("explain", str(run))
     assert out.returncode == 0 and out.stdout.splitlines()[1].startswith("1. straggler ("), out.stdout
+    # The fix names the hunt of that node; a hunt beside the run (RUNS_ROOT/hunt-*/hunt.json) is then cited.
+    node = first.claim.split()[3]
+    assert f"hpcbench hunt --nodes {node}" in first.fix and "--exclude-nodes @" in first.fix, first.fix
+    _write_hunt(tmp_path / "hunt-1", node)
+    out = cli("explain", str(run), "--format", "json")
+    assert f"the hunt {tmp_path / 'hunt-1' / 'hunt.json'} named {node} (link: " in out.stdout, out.stdout
+
+
+def _write_hunt(out, node: str) -> None:
+    """A hunt record as `hpcbench hunt` writes it, from the decision over four nodes' pair timings where every
+    pair of ``node`` is slow."""
+    from hpcbench.hunt import record
+    from hpcbench.hunt.decide import PairTest, decide
+    from hpcbench.hunt.run import Allocation, Hunt, HuntSettings
+
+    others = [f"x{i}" for i in range(3)]
+    names = (node, *others)
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    tests = [PairTest(a, b, tuple(x * (0.2 if node in (a, b) else 1.0) for x in (20e6, 21e6, 19e6))) for a, b in pairs]
+    record.write(Hunt(HuntSettings(nodes=names), Allocation("1", names, own=True), decide(tests), tests), out)
 
 
 @pytest.mark.torch

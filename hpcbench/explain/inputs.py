@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpcbench.explain.keys import Profile
 from hpcbench.figures.aggregate import Agg, comm_within_noise, one_host_posing
-from hpcbench.figures.inputs import profile_of
+from hpcbench.figures.inputs import HuntSeen, hunts_near, profile_of
 from hpcbench.records import AllreduceRow, ResultRecord
 
 if TYPE_CHECKING:  # the parser loads when a log is read
@@ -66,6 +66,7 @@ class Subject:
     logs: tuple[Log, ...]
     # the cluster profile the run used, where it set a key its sweep did not: a fix names the profile's key
     profile: Profile | None = None
+    hunts: tuple[HuntSeen, ...] = ()  # the hunts beside its run, newest first (figures.inputs.hunts_near)
 
     @property
     def one_host_posing(self) -> bool:
@@ -91,7 +92,8 @@ def subject(a: Agg) -> Subject:
         speedup_hi=a.speedup_hi, efficiency=a.efficiency, baseline=a.baseline,
         base_throughput=a.base_throughput, base_world_size=a.base_world_size,
         rows=tuple(r for x in a.samples for r in x.allreduce), record=s.record, provenance=tuple(s.provenance),
-        logs=tuple(a.logs()), profile=profile_of(p.source))
+        logs=tuple(a.logs()), profile=profile_of(p.source),
+        hunts=hunts_near(p.source))
 
 
 def subjects(points: Sequence[Agg]) -> list[Subject]:

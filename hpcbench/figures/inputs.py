@@ -188,6 +188,33 @@ def run_samples(rd: RunDir, states: list[PointState] | None = None) -> list[Samp
 
 
 @cache
+def hunts_near(source: str) -> tuple[HuntSeen, ...]:
+    """The hunts beside the run directory ``source`` (``hpcbench hunt`` writes RUNS_ROOT/hunt-<time>/hunt.json),
+    newest first: explain cites one that covered a node it finds slow. None for a log."""
+    root = Path(source)
+    if not root.is_dir():
+        return ()
+    from hpcbench.hunt.record import read
+
+    found = []
+    for path in sorted(root.parent.glob("hunt*/hunt.json"), reverse=True):
+        try:
+            doc = read(path)
+        except HpcbenchError:
+            continue  # a broken hunt record is no evidence; `hpcbench hunt` rewrites it
+        found.append(HuntSeen(str(path), tuple(doc.get("nodes", [])), tuple(
+            (s["node"], s["kind"], s["evidence"]) for s in doc.get("suspects", []))))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class HuntSeen:
+    path: str
+    nodes: tuple[str, ...]
+    suspects: tuple[tuple[str, str, str], ...]  # (node, kind, evidence)
+
+
+@cache
 def profile_of(source: str) -> Used | None:
     """The cluster profile the run directory ``source`` used (its cluster.txt), with the keys it set that the run's
     sweep did not; None for a log, a run without a profile, or a profile that cannot be read."""

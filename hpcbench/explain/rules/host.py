@@ -276,12 +276,31 @@ def straggler(ctx: Context) -> list[Finding]:
               else "")
     node = (r.slurm_node or r.hostname) if r else None
     return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {times[worst] * 1e3:.1f} ms per {what}, the "
-                    f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it{beyond}",
-                    f"remove an injected straggler ({ctx.key('slow_rank')} = -1) if the sweep has one; else look at "
-                    f"{node or 'that node'} (its load, clocks, neighbours) and leave it out: "
-                    f"{ctx.key('sbatch_args')} = [\"--exclude={node or 'NODE'}\"]",
+                    f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it{beyond}"
+                    + _hunt_said(ctx, node),
+                    f"remove an injected straggler ({ctx.key('slow_rank')} = -1) if the sweep has one; else find "
+                    f"out whether {node or 'that node'} is slow: hpcbench hunt --nodes {_point_nodes(ctx, node)}, "
+                    f"then keep it out: hpcbench sweep SWEEP --exclude-nodes @RUNS/hunt-.../hunt.json "
+                    f"({ctx.key('exclude')} = [\"{node or 'NODE'}\"])",
                     f"result.json rank_{what}_s",
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost, own_cause=alone)]
+
+
+def _point_nodes(ctx: Context, node: str | None) -> str:
+    """The nodes the point's ranks ran on (Slurm names), as `hpcbench hunt --nodes` takes them."""
+    rec = ctx.record
+    names = sorted({x.slurm_node for x in rec.ranks if x.slurm_node}) if rec is not None else []
+    return ",".join(names) if len(names) > 1 else (node or "NODES")
+
+
+def _hunt_said(ctx: Context, node: str | None) -> str:
+    """What the newest hunt beside the run that covered ``node`` found there (it is the evidence to act on)."""
+    for h in ctx.point.hunts:
+        if node in h.nodes:
+            mine = [f"{kind}: {evidence}" for n, kind, evidence in h.suspects if n == node]
+            return (f"; the hunt {h.path} named {node} ({mine[0]})" if mine else
+                    f"; the hunt {h.path} found {node} healthy, so look at what ran beside this job")
+    return ""
 
 
 def _threads_per_cpu(ctx: Context, host: str | None, rank: int) -> float:
