@@ -35,7 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hpcbench.hunt.decide import PairTest, Probe, Verdict, confirm, confirm_pairs, decide  # noqa: E402
+from hpcbench.hunt.decide import (PairTest, Probe, Verdict, confirm, confirm_pairs, decide,  # noqa: E402
+                                  round0_healthy)
 from hpcbench.hunt.schedule import rounds  # noqa: E402
 
 
@@ -69,9 +70,8 @@ def hunt(world: World, n_rounds: int, seed: int) -> tuple[Verdict, int]:
     probes = [world.probe(n) for n in world.nodes]
     sched = rounds(world.nodes, n_rounds, seed)
     tests = [world.pair(a, b, 0) for a, b in sched[0]]
-    first = decide(tests, probes)
-    if first.healthy:
-        return first, 1
+    if round0_healthy(tests, probes):
+        return decide(tests, probes), 1
     tests += [world.pair(a, b, r) for r, pairs in enumerate(sched[1:], 1) for a, b in pairs]
     first = decide(tests, probes)
     if first.healthy:

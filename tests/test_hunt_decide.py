@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from hpcbench.hunt.decide import PairTest, Probe, confirm, confirm_pairs, decide
+from hpcbench.hunt.decide import PairTest, Probe, confirm, confirm_pairs, decide, round0_healthy
 from hpcbench.hunt.schedule import confirm_round, rounds
 
 NODES = [f"node{i}" for i in range(1, 9)]
@@ -113,3 +113,18 @@ def test_a_compute_suspect_is_confirmed_by_its_probe_and_a_pair_suspect_by_the_p
     pair = decide(*_world(bad_pair=("node1", "node2"), n_rounds=7))
     assert confirm_pairs(pair, NODES) == [("node1", "node2")]
     assert confirm(pair, [PairTest("node1", "node2", (23e6,) * 3)]).healthy
+
+
+def test_round_0_of_four_nodes_doubts_a_bad_node_though_it_is_half_the_pairs() -> None:
+    four = ["node1", "node2", "node3", "node4"]
+    pairs = rounds(four, 1, seed=0)[0]
+    probes = [Probe(n, (0.1, 0.1, 0.1)) for n in four]
+
+    def round0(slow: str | None) -> list[PairTest]:
+        return [PairTest(a, b, tuple(x * (0.2 if slow in (a, b) else 1.0) for x in (15e6, 15.2e6, 14.9e6)))
+                for a, b in pairs]
+
+    assert round0_healthy(round0(None), probes)
+    assert decide(round0("node3"), probes).healthy  # the median of two pairs cannot tell which is right...
+    assert not round0_healthy(round0("node3"), probes)  # ...the best pair can
+    assert not round0_healthy(round0(None), [*probes[:3], Probe("node4", (0.4, 0.41, 0.39))])

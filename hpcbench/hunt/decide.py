@@ -116,6 +116,18 @@ def _by_node(values: dict[Pair, float], partners: dict[str, list[Pair]]) -> Spre
     return Spread.of(m for ps in partners.values() if (m := _med([values[p] for p in ps if p in values])) is not None)
 
 
+def round0_healthy(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> bool:
+    """Whether the test over all nodes (round 0: one pair per node, every node's probe) lets the hunt stop: every
+    pair's bandwidth within DROP of the best pair's, no probe slow, and nothing ``decide`` would name. Against the
+    best pair, not the median: round 0 of four nodes has two pairs, and a bad node makes one of them slow, half of
+    what a median would be taken over. Latency does not gate (a busy host's small messages vary tenfold); the
+    rounds that follow a doubt judge it."""
+    bws = [m for t in tests if (m := _med(t.bandwidth)) is not None]
+    if bws and min(bws) < (1 - DROP) * max(bws):
+        return False
+    return decide(tests, probes).healthy
+
+
 def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
     """The suspects among the nodes of ``tests`` and ``probes``, most certain first."""
     bw = {t.pair: m for t in tests if (m := _med(t.bandwidth)) is not None}

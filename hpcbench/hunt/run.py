@@ -21,7 +21,7 @@ from typing import Any
 
 from hpcbench import proc
 from hpcbench.errors import ConfigError, SchedulerError
-from hpcbench.hunt.decide import PairTest, Probe, Verdict, confirm, confirm_pairs, decide
+from hpcbench.hunt.decide import PairTest, Probe, Verdict, confirm, confirm_pairs, decide, round0_healthy
 from hpcbench.hunt.schedule import ROUNDS, Pair, rounds
 from hpcbench.workloads.distenv import JOB_PORT_BASE, JOB_PORT_SPAN, expand_hostlist, resolve_addr
 from hpcbench.workloads.pairtest import PREFIX
@@ -166,14 +166,14 @@ def hunt(s: HuntSettings) -> Hunt:
             tests = run.pairs(sched[0], 0)
             probes = probing.result()
         times.append(time.monotonic() - tick)
-        verdict = decide(tests, probes)
+        stop = round0_healthy(tests, probes)
         for r, pairs in enumerate(sched[1:], 1):
-            if verdict.healthy:
+            if stop:
                 break
             tick = time.monotonic()
             tests += run.pairs(pairs, r)
             times.append(time.monotonic() - tick)
-            verdict = decide(tests, probes) if r == len(sched) - 1 else verdict
+        verdict = decide(tests, probes)
         if not verdict.healthy:
             tick = time.monotonic()
             again = run.pairs(confirm_pairs(verdict, nodes), len(sched))
