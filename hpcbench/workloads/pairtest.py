@@ -32,7 +32,9 @@ def _node() -> str:
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
-def probe(repeats: int, size: int = 384, inner: int = 20) -> dict[str, Any]:
+def probe(repeats: int, size: int = 384, inner: int = 200) -> dict[str, Any]:
+    # About 0.3 s on a core: several of the kernel's 100 ms CFS periods, so that a CPU quota shows in full (at
+    # 30 ms a repeat, a 30% quota slowed the step 1x to 6x depending on where the periods fell).
     import torch
 
     torch.set_num_threads(1)
