@@ -93,6 +93,17 @@ def test_real_hunt_of_the_two_nodes_and_a_sweep_that_keeps_off_an_excluded_node(
     assert (out / "hunt-pairs.png").stat().st_size > 10_000
     assert proc.returncode == (0 if doc["healthy"] else 1)
 
+    # node2's CPU quota at 30% (each node of this cluster has a core of its own): a compute suspect.
+    assert cli("minicluster", "degrade", "node2", "--cpu", "0.3").returncode == 0
+    try:
+        proc = cli("hunt", "--nodes", "node[1-2]", "--cluster", "minicluster", "--out", str(tmp_path / "cpu"),
+                   "--repeats", "2", "--no-plots", timeout=900)
+    finally:
+        assert cli("minicluster", "restore", "node2").returncode == 0
+    doc = json.loads((tmp_path / "cpu" / "hunt.json").read_text())
+    assert proc.returncode == 1 and [(s["node"], s["kind"]) for s in doc["suspects"]] == [("node2", "compute")], \
+        proc.stdout
+
     sweep = write(tmp_path / "s.toml", SWEEP.format(cluster=REPO / "clusters" / "minicluster.toml"))
     run = tmp_path / "run"
     proc = cli("sweep", str(sweep), "--backend", "sbatch", "--wait", "--poll", "1", "--run-dir", str(run),

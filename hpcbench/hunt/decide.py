@@ -116,6 +116,13 @@ def _by_node(values: dict[Pair, float], partners: dict[str, list[Pair]]) -> Spre
     return Spread.of(m for ps in partners.values() if (m := _med([values[p] for p in ps if p in values])) is not None)
 
 
+def _faster_half(seconds: Iterable[float]) -> Spread:
+    """The probes' reference: the faster half of the nodes (all of them up to the median). Contention only slows a
+    probe, and of two nodes one slow one is half of them: the median of both would sit between."""
+    vals = sorted(seconds)
+    return Spread.of(vals[:max(1, (len(vals) + 1) // 2)])
+
+
 def round0_healthy(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> bool:
     """Whether the test over all nodes (round 0: one pair per node, every node's probe) lets the hunt stop: every
     pair's bandwidth within DROP of the best pair's, no probe slow, and nothing ``decide`` would name. Against the
@@ -137,7 +144,7 @@ def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
     for p in dict.fromkeys([*bw, *lat]):
         for n in p:
             partners.setdefault(n, []).append(p)
-    bw_s, lat_s, probe_s = _by_node(bw, partners), _by_node(lat, partners), Spread.of(secs.values())
+    bw_s, lat_s, probe_s = _by_node(bw, partners), _by_node(lat, partners), _faster_half(secs.values())
     slow = {p for p, v in bw.items() if bw_s.low(v)} | {p for p, v in lat.items() if lat_s.high(v, LATENCY_RISE)}
     suspects = [Suspect(n, "compute", f"compute probe {s:.3g} s against the median node's {probe_s.median:.3g} s",
                         min(1.0, (s / probe_s.median - 1) / (2 * PROBE_RISE)) if probe_s.median else 1.0)
