@@ -133,7 +133,7 @@ def test_unbound_ranks_share_cores(cli, tmp_path, slurm_cluster):
     assert "provenance-rank0.json affinity" in shared.evidence and "cpu_bind" in shared.fix
     assert ("oversubscribed" in found) == (_node_cpus(run, 1, 2) < 2)  # a node with one core of its own
     # a rank the kernel moved may lag: that is the unbound sharing's doing, said under it
-    assert "straggler" not in found or found["straggler"].because == "shared-cores"
+    assert "straggler" not in found or found["straggler"].because in ("shared-cores", "oversubscribed")
 
 
 @pytest.mark.slurm

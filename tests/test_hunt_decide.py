@@ -128,3 +128,11 @@ def test_round_0_of_four_nodes_doubts_a_bad_node_though_it_is_half_the_pairs() -
     assert decide(round0("node3"), probes).healthy  # the median of two pairs cannot tell which is right...
     assert not round0_healthy(round0("node3"), probes)  # ...the best pair can
     assert not round0_healthy(round0(None), [*probes[:3], Probe("node4", (0.4, 0.41, 0.39))])
+
+
+def test_two_bad_nodes_of_four_are_both_found_though_five_pairs_of_six_are_slow() -> None:
+    four = ["node1", "node2", "node3", "node4"]
+    tests = [PairTest(a, b, tuple(x * (0.2 if {a, b} & {"node1", "node4"} else 1.0) for x in (15e6, 15.2e6, 14.9e6)),
+                      (4e-4, 5e-4, 4.5e-4), r) for r, pairs in enumerate(rounds(four, 3, seed=2)) for a, b in pairs]
+    v = decide(tests, [Probe(n, (0.3, 0.31, 0.3)) for n in four])
+    assert sorted((s.node, s.kind) for s in v.suspects) == [("node1", "link"), ("node4", "link")]

@@ -151,7 +151,7 @@ VERBS = (
     (["summarize", "{run}", "--out", "{out}/report", "--history", "{db}"], "report: {out}/report/report.md", (0,)),
     (["summarize", "{logs}/horovod_1.log", "{logs}/nccltests_1.log", "--out", "{out}/logs", "--history", "{db}"],
      "history: {db}", (0,)),
-    (["explain", "{run}"], "gloo-mlp-b16-n1x2", (0, 1)),
+    (["explain", "{run}"], "n1x2", (0, 1)),
     (["explain", "{logs}/nccl_gdrdma-mpiprefix_04.log"], "network IB", (0, 1)),
     (["history", "--history", "{db}"], "trend plot: {out}/history.png", (0,)),
     (["parse", "{logs}/nccl_gdrdma-mpiprefix_04.log"], "NET/IB/GDRDMA", (0,)),

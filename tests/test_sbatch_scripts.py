@@ -79,7 +79,7 @@ def test_nccl_2node_falls_back_to_hpcbench_allreduce_and_prints_the_table(tmp_pa
     md = (tmp_path / "report" / "report.md").read_text()
     table = md.split("## Allreduce", 1)[1].split("\n## ", 1)[0]
     assert "no allreduce" not in table
-    cells = re.findall(r"^\| (\d+ (?:B|KiB|MiB|GiB)) +\| ([\d.]+) \(([\d.]+)\)", table, re.MULTILINE)
+    cells = re.findall(r"^\| (\d+ (?:B|KiB|MiB|GiB)) +\| ([\d.]+(?:e-?\d+)?) \(([\d.]+(?:e-?\d+)?)\)", table, re.MULTILINE)
     assert len(cells) == len(sizes) and cells[0][0] == "8 B" and cells[-1][0] == "64 KiB", table
     assert float(cells[-1][1]) == pytest.approx(float(rows[-1][7]), abs=0.01), (cells[-1], rows[-1])
 

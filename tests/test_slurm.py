@@ -67,7 +67,7 @@ def check_report_of_ci_run(cli, run, out):
     assert "## Findings" in md and "at 4 ranks, mlp: only ddp-gloo" in md  # CPU ranks are not GPUs; one point: no "best"
     # gloo on CPU prints no NCCL lines: its ranks' provenance names the interface (the profile's GLOO_SOCKET_IFNAME)
     transports = md.split("## Transports")[1].split("\n## ")[0] if "## Transports" in md else md
-    assert transports.count("| Gloo TCP over lo |") == 4, transports
+    assert transports.count("| Gloo TCP over eth0 |") == 4, transports  # the namespaced nodes' own link
 
 
 @pytest.mark.slurm

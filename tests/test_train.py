@@ -232,7 +232,7 @@ nodes = [1, 2]
 @pytest.mark.parametrize("body, message", [
     # PyPI's torch has no MPI process group; this Horovod is built without CCL.
     ("[workload]\nbackend = 'mpi'\n[matrix]\nranks_per_node = [1, 2]\n",
-     ("point mpi-mlp-b32-n1x1 (and 1 more points like it): DDP backend 'mpi': this torch is built without mpi; "
+     ("(and 1 more points like it): DDP backend 'mpi': this torch is built without mpi; "
       "use gloo, or Horovod's mpi")),
     ("[workload]\nframework = 'horovod'\nbackend = 'oneccl'\n",
      "point hvd-oneccl-mlp-b32-n1x1: Horovod backend 'oneccl': this horovod 0.28.1 is built without ccl"),

@@ -67,7 +67,7 @@ def test_report_html_shows_every_figure_of_records_csv(cli, browser, tmp_path):
     images = browser.execute_script("return Array.from(document.images).map(i => i.src.slice(0, 22))")
     assert len(images) >= 3 and set(images) == {"data:image/png;base64,"}  # inline: the file stands alone
     text, shown = browser.find_element("tag name", "body").text, cells(browser)
-    for h in ("Why", "Findings", "Intra-node scaling (one server)", "Environment", "Plots"):
+    for h in ("What explains this run", "Why, point by point", "Findings", "Intra-node scaling (one server)", "Environment", "Plots"):
         assert browser.find_elements("xpath", f"//h2[normalize-space()='{h}']"), h
     rows = list(csv.DictReader((out / "records.csv").open()))
     assert len(rows) == 5
