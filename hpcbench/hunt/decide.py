@@ -154,9 +154,12 @@ def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
     suspects = [Suspect(n, "compute", f"compute probe {s:.3g} s against the median node's {probe_s.median:.3g} s",
                         min(1.0, (s / probe_s.median - 1) / (2 * PROBE_RISE)) if probe_s.median else 1.0)
                 for n, s in sorted(secs.items(), key=lambda kv: -kv[1]) if probe_s.high(s, PROBE_RISE)]
+    # Links are blamed on the pairs alone, then a node whose probe is slow too is compute: a probe that is
+    # slow by chance (a busy host) must not explain away the slow pairs of a node with a bad link.
+    computed = {s.node for s in suspects}
+    links = [x for x in _links(partners, slow, set(), bw, bw_s) if x.node not in computed]
+    suspects += links
     explained = {p for s in suspects for p in partners.get(s.node, [])}
-    suspects += _links(partners, slow, explained, bw, bw_s)
-    explained |= {p for s in suspects for p in partners.get(s.node, [])}
     for a, b in sorted(slow - explained):
         what = _mb(bw[(a, b)]) if (a, b) in bw else f"{lat[(a, b)] * 1e6:.0f} us"
         suspects.append(Suspect(a, "pair", f"only the pair {a}-{b} is slow ({what}); both are fine with their "
