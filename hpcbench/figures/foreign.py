@@ -118,6 +118,12 @@ def _nccl_tests(tests: dict[str, Any], head: str, nranks: int | None, how: list[
                   **base | {"backend": "nccl"})
 
 
+def _printed_by(tests: dict[str, Any], records: list[Sample]) -> bool:
+    """Whether the table is a record's own print (hpcbench.workloads.collective writes both): same sizes."""
+    sizes = [int(r["size"]) for r in tests.get("rows") or []]
+    return bool(sizes) and any([r.size_bytes for r in s.allreduce] == sizes for s in records)
+
+
 def infer(log: Log, path: Path, notes: list[str]) -> list[Sample]:
     """Samples shown by one log as hpcbench.parse read it."""
     parsed, head = log.facts, log.head
@@ -129,8 +135,12 @@ def infer(log: Log, path: Path, notes: list[str]) -> list[Sample]:
                             "logs": [path], "cluster": host_family(hosts), "precision": _precision(head)}
     if parsed.get("horovod"):
         out.append(_horovod(parsed["horovod"], head, nranks, how, base))
-    if parsed.get("nccl_tests") is not None:
-        out.append(_nccl_tests(parsed["nccl_tests"], head, nranks, how, base))
+    tests = parsed.get("nccl_tests")
+    if tests is not None and _printed_by(tests, out):
+        notes.append(f"{path.name}: its nccl-tests-format table is the print of the hpcbench record beside it "
+                     f"(the collective workload's output): read once, from the record")
+    elif tests is not None:
+        out.append(_nccl_tests(tests, head, nranks, how, base))
     if not out:
         what = "NCCL lines only: see the transport table" if nccl else "no measurement hpcbench can read"
         out.append(Sample(state=NOT_MEASURED, ok=False, framework="?", world_size=nranks,
