@@ -9,7 +9,9 @@ Each scenario is a one-point sweep made for a known cause (or none), run for rea
 (`hpcbench minicluster up`, `cluster = "minicluster"`) or, where Slurm cannot make the cause, the local backend.
 Causes, alone and in pairs: oversubscribed cores, a binding mismatch (a wrapper that moves a rank off the
 CPUs srun bound it to), shared cores (unbound ranks), a straggler rank (slow_rank / slow_ms), slow input (MNIST
-decoded from its IDX files), one host posing as two nodes (the minicluster's two Slurm nodes share one host).
+decoded from its IDX files), one host posing as two nodes (the minicluster's two Slurm nodes share one host),
+a slow link and a slow node (`hpcbench minicluster degrade node2 --link 20mbit` / `--cpu 0.3` around the run;
+the minicluster's nodes are network namespaces with a CPU each, so the link is real and the quota is node2's).
 
 Scores, over every scenario x repeat:
 - top-1: the point's first cause (the first one `hpcbench explain` prints for it) is a cause that was made;
@@ -43,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 # The benchmark's causes, by the rule that names each; healthy controls must show none of these, nor their symptoms.
-CAUSES = ("oversubscribed", "binding", "shared-cores", "straggler", "input", "one-host")
+CAUSES = ("oversubscribed", "binding", "shared-cores", "straggler", "input", "one-host", "slowest-link")
 SYMPTOMS = ("compute-growth", "comm-share")
 ENVIRONMENT = ("load",)  # true where it appears: what else ran on the machine, not made here
 
@@ -63,6 +65,7 @@ class Scenario:
     mnist: bool = False  # read MNIST from its IDX files instead of synthetic data
     taskset: bool = False  # the ranks' interpreter is a wrapper that moves it off the CPUs it was bound to
     batch_size: int = 32
+    degrade: tuple[str, ...] = ()  # `hpcbench minicluster degrade` arguments, restored after the run
 
 
 SCENARIOS = (
@@ -81,6 +84,9 @@ SCENARIOS = (
     Scenario("input+straggler", ("input", "straggler"), rpn=2, mnist=True, batch_size=128, slow_ms=80),
     Scenario("binding+input", ("binding", "input"), cpus_per_task=2, taskset=True, mnist=True, batch_size=128),
     Scenario("oversubscribed+straggler", ("oversubscribed", "straggler"), rpn=4, backend="local", slow_ms=150),
+    # every 2-node point of the minicluster is one host too; the degraded part is what slows the step
+    Scenario("slow-link+one-host", ("slowest-link", "one-host"), nodes=2, degrade=("node2", "--link", "20mbit")),
+    Scenario("slow-node+one-host", ("straggler", "one-host"), nodes=2, degrade=("node2", "--cpu", "0.3")),
 )
 BY_NAME = {s.name: s for s in SCENARIOS}
 
@@ -180,19 +186,30 @@ def run_one(s: Scenario, repeat: int, work: Path) -> Outcome:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}".rstrip(os.pathsep),
            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "hpcbench", "sweep", str(sweep), "--backend", s.backend, "--wait",
-                           "--poll", "1", "--run-dir", str(run)], env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    if s.degrade:
+        _minicluster("degrade", *s.degrade)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "hpcbench", "sweep", str(sweep), "--backend", s.backend,
+                               "--wait", "--poll", "1", "--run-dir", str(run)], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+    finally:
+        if s.degrade:
+            _minicluster("restore", s.degrade[0])
     took = time.monotonic() - start
     if not run.is_dir():
         return Outcome(s, repeat, [], "NOT RUN", took, (proc.stderr or proc.stdout).strip()[-200:])
     return score(s, repeat, run, took)
 
 
+def _minicluster(*argv: str) -> None:
+    subprocess.run([sys.executable, "-m", "hpcbench", "minicluster", *argv], check=True, capture_output=True,
+                   timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
 def confusion(outcomes: list[Outcome]) -> str:
     """Rows: the cause made (a pair is one row); columns: the first cause explain named."""
     named = sorted({o.causes[0] if o.causes else "(none)" for o in outcomes})
-    rows = {}
+    rows: dict[str, Counter[str]] = {}
     for o in outcomes:
         made = "+".join(o.scenario.causes) or "(healthy)"
         rows.setdefault(made, Counter())[o.causes[0] if o.causes else "(none)"] += 1

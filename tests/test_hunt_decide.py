@@ -136,3 +136,41 @@ def test_two_bad_nodes_of_four_are_both_found_though_five_pairs_of_six_are_slow(
                       (4e-4, 5e-4, 4.5e-4), r) for r, pairs in enumerate(rounds(four, 3, seed=2)) for a, b in pairs]
     v = decide(tests, [Probe(n, (0.3, 0.31, 0.3)) for n in four])
     assert sorted((s.node, s.kind) for s in v.suspects) == [("node1", "link"), ("node4", "link")]
+
+
+def test_probes_of_nodes_sharing_cpus_of_one_kernel_are_run_again_apart() -> None:
+    from hpcbench.hunt.run import apart, shared_words
+
+    def p(node: str, host: str, *cpus: int) -> dict:
+        return {"node": node, "host": host, "cpus": list(cpus), "seconds": [0.3]}
+
+    # four virtual nodes on two cores of one kernel: node1/node3 on CPU 0, node2/node4 on CPU 1
+    four = [p("node1", "k", 0), p("node2", "k", 1), p("node3", "k", 0), p("node4", "k", 1)]
+    assert apart(four) == [["node1", "node2"], ["node3", "node4"]]
+    assert shared_words(four) == "node1, node3 share CPU 0 of one host; node2, node4 share CPU 1 of one host"
+    # the same CPU numbers on different kernels (real nodes), or a node of its own: probed together
+    assert apart([p("a", "k1", 0), p("b", "k2", 0)]) == []
+    assert apart([p("a", "k", 0), p("b", "k", 0, 1), p("c", "k", 2)]) == [["a"], ["b"]]
+    # a probe from an older hpcbench, with no host: nothing to tell, nothing rerun
+    assert apart([{"node": "a", "seconds": [1.0]}, {"node": "b", "seconds": [1.0]}]) == []
+
+
+def test_a_probe_slow_by_chance_does_not_hide_a_bad_link() -> None:
+    """node3's link is bad and its first probe was slow by chance (a busy host): the confirming round probes it
+    again (fine) and pairs it with a healthy node (slow again): a link, not compute, and not cleared."""
+    tests, probes = _world(bad_link={"node3"})
+    probes = [Probe(p.node, (0.8,) * 3) if p.node == "node3" else p for p in probes]
+    first = decide(tests, probes)
+    assert [(s.node, s.kind) for s in first.suspects] == [("node3", "compute")]
+    pairs = confirm_pairs(first, NODES)
+    assert len(pairs) == 1 and "node3" in pairs[0]
+    again = [PairTest(a, b, (23e6 * 0.2,) * 3) for a, b in pairs]
+    v = confirm(first, again, [Probe("node3", (0.5,) * 3)])
+    assert [(s.node, s.kind) for s in v.suspects] == [("node3", "link")] and "its link" in v.suspects[0].evidence
+    # its pair fine too: nothing was wrong
+    assert confirm(first, [PairTest(a, b, (23e6,) * 3) for a, b in pairs], [Probe("node3", (0.5,) * 3)]).healthy
+    # a real compute problem: slow again when probed again, whatever its pair says
+    assert [s.kind for s in confirm(first, again, [Probe("node3", (1.6,) * 3)]).suspects] == ["compute"]
+    # a pair slow only by its latency (a busy host's small messages) does not make it a link
+    slow_lat = [PairTest(a, b, (23e6,) * 3, (1.0,) * 3) for a, b in pairs]
+    assert confirm(first, slow_lat, [Probe("node3", (0.5,) * 3)]).healthy

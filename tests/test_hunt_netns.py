@@ -1,7 +1,8 @@
 """`hpcbench hunt` on a 4-node namespaced minicluster with shaped links (a cluster of its own, in a tmp folder,
 beside the suite's): healthy hunts name no one; a node whose link is cut to a fifth is found as a link problem;
-two bad nodes at once are both found; and a sweep given the hunt's record keeps every rank off the suspects. The
-CPU quota case runs on the suite's 2-node cluster, whose nodes have a core each (test_hunt.py)."""
+a node held to 30% of its CPUs is found as a compute problem (its four nodes share the host's two cores, so their
+probes run one node at a time); two bad nodes at once are both found; and a sweep given the hunt's
+record keeps every rank off the suspects."""
 from __future__ import annotations
 
 import csv
@@ -66,8 +67,13 @@ def test_hunts_find_the_degraded_nodes_of_a_namespaced_cluster(cli, tmp_path):
         assert "slow again in the confirming round" in doc["suspects"][0]["evidence"], out
         mc("restore", "node3")
 
-        # Two bad nodes at once, both found. (A CPU quota is tested on the 2-node cluster, test_hunt.py: these four
-        # nodes share this host's two cores, and a 30% quota is lost in that sharing.)
+        mc("degrade", "node3", "--cpu", "0.3")
+        rc, doc, out = hunt("cpu")
+        assert rc == 1 and found(doc) == [("node3", "compute")], out
+        assert "node1, node2, node3, node4 share CPUs 0,1 of one host: probed again apart, in 4 batches" in out, out
+        mc("restore", "node3")
+
+        # Two bad nodes at once, both found.
         # node1 and node2, which round 0 pairs together (seed 0): when every round-0 pair holds a bad node (half the
         # nodes bad, one in each pair), round 0 looks uniform and the hunt stops there (docs/hunt.md, limits).
         mc("degrade", "node1", "--link", "20mbit")

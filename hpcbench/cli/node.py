@@ -148,6 +148,8 @@ def cmd_hunt(args: Args) -> int:
          f"{h.rounds_used} round(s) in {h.seconds:.0f} s (seconds per round: {per_round})")
     echo(f"pairs: median {v.bandwidth.median / 1e6:.3g} MB/s (robust sd {v.bandwidth.mad / 1e6:.2g}), small "
          f"allreduce {v.latency.median * 1e6:.0f} us; compute probe: median {v.probe.median:.3g} s")
+    for n in h.notes:
+        echo(n)
     for f in h.failures:
         echo(f"could not measure: {f}")
     for s in v.suspects:

@@ -154,8 +154,9 @@ def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
     suspects = [Suspect(n, "compute", f"compute probe {s:.3g} s against the median node's {probe_s.median:.3g} s",
                         min(1.0, (s / probe_s.median - 1) / (2 * PROBE_RISE)) if probe_s.median else 1.0)
                 for n, s in sorted(secs.items(), key=lambda kv: -kv[1]) if probe_s.high(s, PROBE_RISE)]
-    # Links are blamed on the pairs alone, then a node whose probe is slow too is compute: a probe that is
-    # slow by chance (a busy host) must not explain away the slow pairs of a node with a bad link.
+    # A node whose probe is slow is compute (slow compute slows its pairs too), and the other nodes' slow pairs are
+    # blamed on links. A probe slow by chance (a busy host) must not explain away a bad link: the confirming round
+    # probes it again and pairs it with a healthy node, and turns it into a link (confirm).
     computed = {s.node for s in suspects}
     links = [x for x in _links(partners, slow, set(), bw, bw_s) if x.node not in computed]
     suspects += links
@@ -205,12 +206,19 @@ def confirm(first: Verdict, again: Sequence[PairTest], probes: Sequence[Probe] =
                   or (t.latency and first.latency.high(min(t.latency), LATENCY_RISE))}
     tested_pairs = {t.pair for t in again}
     slow_nodes = {n for p in slow_pairs for n in p}
+    # bandwidth only: a link is what makes a compute suspect a link suspect (latency varies tenfold on a busy host)
+    narrow = {n for t in again if first.bandwidth.low(_med(t.bandwidth) or math.inf) for n in t.pair}
     tested_nodes = {n for p in tested_pairs for n in p}
     probed = {p.node: _med(p.seconds) or 0.0 for p in probes}
     kept: list[Suspect] = []
     for s in first.suspects:
         if s.kind == "compute":
             tested, still = s.node in probed, first.probe.high(probed.get(s.node, 0.0), PROBE_RISE)
+            if not still and s.node in narrow:  # the probe was slow by chance; the link is slow again
+                kept.append(replace(s, kind="link", evidence=f"{s.evidence}, but {probed.get(s.node, 0.0):.3g} s "
+                                    "when probed again; its pair with a healthy node is slow again in the "
+                                    "confirming round (bandwidth): its link", confidence=0.5))
+                continue
         elif s.kind == "pair" and s.partner:
             pair = (s.node, s.partner) if s.node < s.partner else (s.partner, s.node)
             tested, still = pair in tested_pairs, pair in slow_pairs
@@ -225,10 +233,12 @@ def confirm(first: Verdict, again: Sequence[PairTest], probes: Sequence[Probe] =
 
 def confirm_pairs(first: Verdict, nodes: Sequence[str]) -> list[Pair]:
     """The confirming round for ``first``: each link suspect against a node found healthy, each pair suspect's
-    pair again, disjoint (a compute suspect is confirmed by its probe, not a pair)."""
+    pair again, disjoint (a compute suspect is confirmed by its probe, and given a pair when its pairs were slow)."""
     blamed = set(first.excluded)
     healthy = [n for n in nodes if n not in blamed]
-    links = [s.node for s in first.suspects if s.kind == "link"]
+    # a compute suspect with slow pairs gets a pair too: should its probe be fine again, the pair says link
+    slow = {n for p in first.slow_pairs for n in p}
+    links = [s.node for s in first.suspects if s.kind == "link" or (s.kind == "compute" and s.node in slow)]
     out = confirm_round(links, healthy)
     busy = {n for p in out for n in p}
     for s in first.suspects:

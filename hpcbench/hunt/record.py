@@ -33,7 +33,7 @@ def to_json(h: Hunt) -> dict[str, Any]:
         "pairs": [{"a": t.a, "b": t.b, "round": t.round, "bandwidth_Bps": list(t.bandwidth),
                    "latency_s": list(t.latency)} for t in h.tests],
         "probes": [{"node": p.node, "seconds": list(p.seconds)} for p in h.probes],
-        "failures": h.failures,
+        "failures": h.failures, "notes": h.notes,
         "settings": {k: v for k, v in asdict(h.settings).items() if k != "env"},
     }
 

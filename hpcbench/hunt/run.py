@@ -3,7 +3,8 @@
 The hunt pays one queue wait: it takes the allocation it runs in (SLURM_JOB_ID), or makes one with
 ``salloc --no-shell`` (the nodes named, or a count in a partition) and releases it at the end. Each round
 starts every pair's step at once (``srun --jobid J --nodelist a,b``, disjoint nodes) plus, in round 0, one
-compute probe per node; round 0 is the test over all nodes, and the hunt stops there when it is healthy.
+compute probe per node (after the pairs; nodes sharing CPUs of one kernel are probed again apart); round 0 is
+the test over all nodes, and the hunt stops there when it is healthy.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Hunt:
     round_seconds: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # steps that gave no figure, with why
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # how the measurement was adapted (probes run apart)
 
 
 def _salloc_argv(s: HuntSettings) -> list[str]:
@@ -117,6 +119,8 @@ class Runner:
             [root, *filter(None, [os.environ.get("PYTHONPATH")])])}
         self.module = [s.python, "-m", "hpcbench.workloads.pairtest"]
         self.failures: list[str] = []
+        self.notes: list[str] = []
+        self._why = ""
         self.timeout = 120 + 30 * s.repeats * s.iters
 
     def pairs(self, pairs: Sequence[Pair], rnd: int) -> list[PairTest]:
@@ -138,13 +142,54 @@ class Runner:
         return [t for t in done if t is not None]
 
     def probes(self, nodes: Sequence[str]) -> list[Probe]:
+        """One probe per node, all at once; then again, in batches, the nodes that share CPUs of one kernel
+        (virtual nodes, such as the minicluster's beyond its cores): probed together they measure each other."""
+        got = self._probe_step(nodes)
+        batches = apart(got)
+        if batches:
+            self.notes.append(f"compute probes: {shared_words(got)}: probed again apart, in {len(batches)} "
+                              f"batches ({'; '.join(', '.join(b) for b in batches)})")
+            again = {p["node"]: p for b in batches for p in self._probe_step(b)}
+            got = [again.get(p["node"], p) for p in got]
+        lost = sorted(set(nodes) - {p["node"] for p in got})
+        if lost:
+            self.failures.append(f"probe on {', '.join(lost)}: {self._why or 'no figure printed'}")
+        return [Probe(p["node"], tuple(p["seconds"])) for p in got]
+
+    def _probe_step(self, nodes: Sequence[str]) -> list[dict[str, Any]]:
         ran = _step(self.alloc, nodes, [*self.module, "probe", "--repeats", str(self.s.repeats)], self.env,
                     self.timeout)
-        got = [Probe(r["node"], tuple(r["seconds"])) for r in _records(ran) if r.get("kind") == "probe"]
-        lost = sorted(set(nodes) - {p.node for p in got})
-        if lost:
-            self.failures.append(f"probe on {', '.join(lost)}: {ran.why() or 'no figure printed'}")
-        return got
+        self._why = ran.why()
+        return [r for r in _records(ran) if r.get("kind") == "probe"]
+
+
+def _shares(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return bool(a.get("host")) and a.get("host") == b.get("host") and bool(set(a.get("cpus") or ())
+                                                                           & set(b.get("cpus") or ()))
+
+
+def apart(probes: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Batches of the nodes to probe again so that no two in a batch share a CPU of one kernel (greedy
+    colouring, in node order); [] when no two nodes share one."""
+    clash = [p for p in probes if any(_shares(p, q) for q in probes if q is not p)]
+    batches: list[list[dict[str, Any]]] = []
+    for p in sorted(clash, key=lambda r: str(r["node"])):
+        home = next((b for b in batches if not any(_shares(p, q) for q in b)), None)
+        if home is None:
+            batches.append([p])
+        else:
+            home.append(p)
+    return [[str(p["node"]) for p in b] for b in batches]
+
+
+def shared_words(probes: Sequence[dict[str, Any]]) -> str:
+    """'node1, node3 share CPU 0 of one host; ...'"""
+    groups: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+    for p in probes:
+        groups.setdefault((str(p.get("host")), tuple(p.get("cpus") or ())), []).append(str(p["node"]))
+    said = [f"{', '.join(sorted(n))} share CPU{'s' * (len(cpus) > 1)} {','.join(map(str, cpus))} of one host"
+            for (_, cpus), n in sorted(groups.items(), key=lambda kv: kv[1]) if len(n) > 1]
+    return "; ".join(said) or "nodes of one host share CPUs"
 
 
 def hunt(s: HuntSettings) -> Hunt:
@@ -180,7 +225,8 @@ def hunt(s: HuntSettings) -> Hunt:
                 x.kind == "compute" for x in verdict.suspects) else []
             times.append(time.monotonic() - tick)
             verdict, tests = confirm(verdict, again, reprobe), tests + again
-        return Hunt(s, alloc, verdict, tests, probes, len(times), times, run.failures, time.monotonic() - t0)
+        return Hunt(s, alloc, verdict, tests, probes, len(times), times, run.failures, time.monotonic() - t0,
+                    run.notes)
     finally:
         if alloc.own:
             proc.run(["scancel", alloc.job_id], timeout=60)

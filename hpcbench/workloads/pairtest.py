@@ -46,7 +46,17 @@ def probe(repeats: int, size: int = 384, inner: int = 200) -> dict[str, Any]:
             a = torch.tanh(a @ a)  # tanh keeps the values bounded over the iterations
         if i:  # the first is the warm-up
             out.append(time.perf_counter() - t0)
-    return {"kind": "probe", "node": _node(), "seconds": out}
+    # where it ran: nodes of one kernel whose CPUs overlap are probed apart (hunt/run.py)
+    return {"kind": "probe", "node": _node(), "seconds": out, "host": _boot_id(),
+            "cpus": sorted(os.sched_getaffinity(0))}
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""  # no Linux boot id: never taken for one host
 
 
 def pair(nbytes: int, iters: int, repeats: int, backend: str) -> dict[str, Any] | None:
