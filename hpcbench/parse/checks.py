@@ -13,11 +13,14 @@ GPU-NIC distance, failure lines, data rows parse could not read. Each finding na
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hpcbench.findings import Finding
 from hpcbench.parse.evidence import Clue, Evidence
+from hpcbench.parse.nccl import edge_cut
+from hpcbench.parse.topology import FAR, GDR_DEFAULT, WHO, Dump, GpuNet, gdr_level, local_id, rank_of
 from hpcbench.vocab import ERROR, INFO, NET_SOCKET, WARNING
 
 HINT_SOCKET = "check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE (and that the IB plugin/rdma-core load)"
@@ -194,6 +197,40 @@ def _rows_unread(parsed: dict[str, Any], ev: Evidence) -> list[Finding]:
                     "into a row (a second process, an NCCL line) cuts it", str(c.line))]
 
 
+def cut_edges(parsed: dict[str, Any], ev: Evidence) -> list[Clue]:
+    """This file's transport lines cut before or inside their transport, which parse read no edge from."""
+    nccl = parsed.get("nccl") or {}
+    edges = {(e["channel"], e["src"], e["dst"]) for e in nccl.get("edges") or []}
+    raw = nccl.get("transports_raw") or []
+    name = Path(str(parsed.get("file") or "")).name
+
+    def joined(c: Clue) -> bool:  # the scan joined a hard-wrapped line with the next: its whole transport was read
+        tail = c.groups[3] or ""
+        if "via " in tail:
+            part = tail[tail.find("via ") + 4:].strip()
+            return any(r.startswith(part) and r != part for r in raw)
+        return (int(c.groups[0] or -1), int(c.groups[1] or -1), int(c.groups[2] or -1)) in edges
+
+    return [c for c in ev.all("edge_line") if (not name or c.line.file == name) and edge_cut(c.groups[3])
+            and not joined(c)]
+
+
+def _transports_unread(parsed: dict[str, Any], ev: Evidence) -> list[Finding]:
+    """Transport lines cut before or inside their transport ('... -> 1[1] [send] via NET/IB/0/GDR'): said with
+    their lines; parse read no edge from them (nccl.py), so no transport, host or GDR conclusion rests on them.
+    A line the scan joined with the next one (a hard wrap) was read, and is not said."""
+    missed = cut_edges(parsed, ev)
+    if not missed:
+        return []
+    c = missed[0]
+    lines = ", ".join(str(m.line.number) for m in missed[:5]) + (", ..." if len(missed) > 5 else "")
+    return [Finding(WARNING, "could-not-read", f"could not read the transport of {len(missed)} transport line(s) "
+                    f"(line {lines}; channel {c.groups[0]} {c.groups[1]} -> {c.groups[2]} first): the line is cut "
+                    "before or inside it, so the transports, hosts and GPUDirect RDMA said here leave them out",
+                    "attach the log as a file rather than a paste cut at the terminal's width (NCCL_DEBUG_FILE="
+                    "nccl.%h.%p writes each process's lines whole)", str(c.line))]
+
+
 def _no_mpi_build(ev: Evidence) -> list[Finding]:
     """nccl-tests without MPI=1 run by mpirun: every process runs its own test, each as 'Rank 0' of a world of
     its own (nccl-tests README: multi-process runs need the MPI build), so its header repeats."""
@@ -213,6 +250,81 @@ def _no_mpi_build(ev: Evidence) -> list[Finding]:
     return [Finding(WARNING, "no-mpi-build", f"{why}: each process ran its own single-process test, so the figures "
                     "are not one job across the ranks", "build nccl-tests with MPI=1 (make MPI=1 MPI_HOME=...) and "
                     "launch it with mpirun/srun", where)]
+
+
+def _host_of(text: str) -> str | None:
+    m = WHO.search(text)
+    return m.group("who").split(":", 1)[0] if m else None
+
+
+def _gdr_seen(ev: Evidence) -> tuple[set[tuple[str | None, str]], dict[tuple[str | None, str], Clue]]:
+    """The GPUs (host, bus id or rank) the log shows with GPUDirect RDMA on: a GDRDMA network edge or NCCL's
+    'Enabled for GPU' line; and those whose network edges show none (the first such edge)."""
+    on: set[tuple[str | None, str]] = set()
+    plain: dict[tuple[str | None, str], Clue] = {}
+    for c in ev.all("gdr_on"):
+        on.add((_host_of(c.line.text), local_id(c.groups[0] or "")))
+    for c in ev.all("net_edge"):
+        src, sbus, dst, dbus, way, via = c.groups
+        rank, bus = (dst, dbus) if way == "receive" else (src, sbus)
+        host = _host_of(c.line.text)
+        keys = [(host, f"rank {rank}")] + ([(host, local_id(bus))] if bus else [])
+        if "GDRDMA" in (via or ""):
+            on.update(keys)
+        else:
+            for k in keys:
+                plain.setdefault(k, c)
+    return on, plain
+
+
+def gdr_topology(ev: Evidence, multi: bool, network: str | None) -> list[Finding]:
+    """GPUDirect RDMA off because a GPU's nearest NIC is across a host bridge (PHB) or the CPU sockets (SYS), beyond
+    NCCL_NET_GDR_LEVEL (default PXB: topo.cc ncclTopoCheckGdr), in a job whose data crosses the network: from
+    NCCL's topology dump (topology.py), else from NCCL's own 'GPU Direct RDMA Disabled' line. A GPU the log shows
+    with GDRDMA, a level raised to the distance, a Socket network (no GDR at all) or a one-host job: silent."""
+    rdma = bool(network) and network != NET_SOCKET and "over TCP" not in (network or "")
+    if not ev.topology or not (multi and rdma):
+        return _gdr_said(ev, network)
+    value = ev.env.get("NCCL_NET_GDR_LEVEL")
+    limit = gdr_level(value[0] if value else None) or GDR_DEFAULT
+    on, plain = _gdr_seen(ev)
+    far: dict[tuple[str | None, str], tuple[Dump, GpuNet]] = {}
+    for dump in ev.topology:
+        for gpu, path in dump.nearest().items():
+            keys = [(dump.host, gpu)] + ([(dump.host, f"rank {dump.ranks[gpu]}")] if gpu in dump.ranks else [])
+            if path.type in FAR and rank_of(path.type) > rank_of(limit) and not any(k in on for k in keys):
+                far.setdefault((dump.host, gpu), (dump, path))
+    if not far:
+        return []  # every GPU is near a NIC, or shown with GDRDMA: NCCL's 'Disabled' lines are about NICs it does not use
+    dump, path = next(iter(far.values()))
+    where = "across the CPU sockets (SYS)" if path.type == "SYS" else "only through the CPU's host bridge (PHB)"
+    names = dict(re.findall(r"\[(\d+)\]\s?([\w.-]+):\d+", ev.first["ib_device"].text)) if "ib_device" in ev.first else {}
+    nic = f"NET/{path.net}" + (f" ({names[path.net]})" if path.net in names else "")
+    how = "derived from the tree" if path.derived else "NCCL's path type"
+    edge = next((plain[k] for k in [(dump.host, path.gpu)] if k in plain), None)
+    shown = f"; its network edges show no GDRDMA (line {edge.line.number})" if edge else ""
+    level = f"NCCL_NET_GDR_LEVEL={value[0]}" if value else f"NCCL_NET_GDR_LEVEL's default {GDR_DEFAULT}"
+    more = f" (and {len(far) - 1} more GPU(s))" if len(far) > 1 else ""
+    return [Finding(WARNING, "gdr-topology", f"GPU {path.gpu}{' on ' + dump.host if dump.host else ''} reaches its "
+                    f"nearest NIC, {nic}, {where}{more}: beyond {level}, NCCL sends and receives its network data "
+                    f"without GPUDirect RDMA, staged through host memory ({how}, line {path.line}){shown}",
+                    f"set NCCL_NET_GDR_LEVEL={path.type} on every host if a measurement shows it helps (crossing "
+                    f"{'the sockets' if path.type == 'SYS' else 'the CPU'} can be slower than staging); better, give "
+                    "each rank a NIC under its GPU's PCIe switch or socket (NCCL_IB_HCA) and bind the rank to that "
+                    "socket", f"{dump.file}:{path.line}: {path.text[:160]}")]
+
+
+def _gdr_said(ev: Evidence, network: str | None) -> list[Finding]:
+    """NCCL's own line that it turned GPUDirect RDMA off for a GPU-NIC distance (without a topology dump)."""
+    gdr = next(iter(ev.all("gdr_off")), None)
+    if not gdr or not (network or "").startswith(("IB", "RoCE")):
+        return []
+    far = f"{gdr.groups[2]} apart" if gdr.groups[2] else \
+        f"too far apart (NCCL's distance {gdr.groups[0]} > its limit {gdr.groups[1]})"
+    return [Finding(INFO, "gdr-topology", f"GPUDirect RDMA is off because the GPU and its NIC are {far}: "
+                    "across a host bridge or CPU sockets, beyond NCCL's default NCCL_NET_GDR_LEVEL (PXB)",
+                    "put the GPU and NIC under one PCIe switch, or raise NCCL_NET_GDR_LEVEL (e.g. PHB) after "
+                    "measuring that it helps", str(gdr.line))]
 
 
 def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, network: str | None) -> list[Finding]:
@@ -244,14 +356,7 @@ def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, ne
         out.append(Finding(WARNING, "mixed-builds", f"the ranks run different NCCL builds: {', '.join(versions)}",
                            "install one NCCL (and CUDA) build on every host, or ship it in the job's container",
                            str(ev.all("version")[0].line)))
-    gdr = next(iter(ev.all("gdr_off")), None)
-    if gdr and (network or "").startswith(("IB", "RoCE")):
-        far = f"{gdr.groups[2]} apart" if gdr.groups[2] else \
-            f"too far apart (NCCL's distance {gdr.groups[0]} >= its limit {gdr.groups[1]})"
-        out.append(Finding(INFO, "gdr-topology", f"GPUDirect RDMA is off because the GPU and its NIC are {far}: "
-                           "across a host bridge or CPU sockets, beyond NCCL's default NCCL_NET_GDR_LEVEL (PXB)",
-                           "put the GPU and NIC under one PCIe switch, or raise NCCL_NET_GDR_LEVEL (e.g. PHB) after "
-                           "measuring that it helps", str(gdr.line)))
+    out += gdr_topology(ev, multi, network)
     for c in ev.all("no_p2p")[:1]:
         out.append(Finding(WARNING, "no-p2p", "NCCL found no peer-to-peer path between the GPUs of this node "
                            "(intraNodeP2pSupport 0): they exchange data through host memory",
@@ -271,18 +376,27 @@ def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, ne
                            "a connection between ports of different fabrics fails or falls back",
                            "set NCCL_IB_HCA to the ports of one fabric (e.g. =mlx5_0,mlx5_1)",
                            subject=parsed.get("file")))
-    return out + _crash(ev) + _rows_unread(parsed, ev) + _no_mpi_build(ev)
+    return out + _crash(ev) + _rows_unread(parsed, ev) + _transports_unread(parsed, ev) + _no_mpi_build(ev)
 
 
-def env_findings(env: dict[str, tuple[str, Any]], subject: str | None) -> list[Finding]:
-    """The NCCL variables set that take a transport away (DISABLES), each with where it is set."""
+def env_findings(env: dict[str, tuple[str, Any]], subject: str | None,
+                 key: Callable[[str], str] = lambda name: name, axis: bool = False) -> list[Finding]:
+    """The NCCL variables set that take a transport away (DISABLES), each with where it is set; ``key`` names a
+    variable as the fix should (explain: the sweep key that sets it), ``axis``: a sweep can make it an axis."""
     out = []
     for name, (values, what) in DISABLES.items():
         got = env.get(name)
         if got is not None and (values is None or got[0].lower() in (v.lower() for v in values)):
-            out.append(Finding(WARNING, "nccl-env", f"{name}={got[0]} is set: {what}",
-                               f"unset {name} unless this study is about it (then it is an axis, and fine)",
-                               str(got[1]), subject=subject))
+            fix = f"unset {key(name)} unless this study is about it (then it is an axis" + \
+                (f", [matrix.env] {name}" if axis else "") + ", and fine)"
+            level = gdr_level(got[0]) if name == "NCCL_NET_GDR_LEVEL" else None
+            if level and rank_of(level) > rank_of(GDR_DEFAULT):  # raised: GDR across a host bridge or the sockets
+                what = (f"GPUDirect RDMA is used up to {level} apart, beyond NCCL's default {GDR_DEFAULT}: it takes "
+                        "effect only on the hosts whose ranks have it")
+                fix = (f"keep it where a measurement shows it helps, and set {key(name)} for every rank: a variable "
+                       "in front of mpirun reaches only the local ranks (pass it with mpirun -x, or srun --export)")
+            out.append(Finding(WARNING, "nccl-env", f"{name}={got[0]} is set: {what}", fix, str(got[1]),
+                               subject=subject))
     return out
 
 
@@ -327,7 +441,8 @@ def check_parsed(parsed: dict[str, Any], provenance: list[dict] | None = None, *
     net_edges = [e for e in edges if (e.get("transport") or "").startswith(("NET/IB", "NET/RoCE"))]
     # GDR on some network edges means it works: sends without it are NCCL's default where the GPU has no NVLink
     # (GDR read, NCCL_NET_GDR_READ); only a network with no GDRDMA edge at all says GDR is off
-    if net_edges and not any(e["transport"].endswith("/GDRDMA") for e in net_edges):
+    # a cut transport line may have been a GDRDMA one: nothing is said of GDR then (could-not-read says the lines)
+    if net_edges and not any(e["transport"].endswith("/GDRDMA") for e in net_edges) and not cut_edges(parsed, ev):
         plain = sorted({e["transport"] for e in net_edges})
         out.append(Finding(INFO, "ib-without-gdrdma",
                            f"{' and '.join(plain)} used without GPUDirect RDMA on all {len(net_edges)} network edges",
@@ -388,7 +503,9 @@ def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None, eviden
     inter = [e for e in edges if (e.get("transport") or "").startswith("NET/")]
     gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
     if inter and network and (gdr or network.startswith(("IB", "RoCE"))):  # any network's edges (NET/AWS Libfabric/0/GDRDMA too)
-        text += f"; GPUDirect RDMA on {gdr}/{len(inter)} network edges"
+        cut = len(cut_edges(parsed, ev))
+        text += f"; GPUDirect RDMA on {gdr}/{len(inter)} network edges" + \
+            (f" ({cut} transport line(s) could not be read)" if cut else "")
     if network == NET_SOCKET and hosts != 1:
         text += f" while an IB device is visible {where_ib}" if where_ib else " (no IB device seen)"
     return text
