@@ -169,13 +169,41 @@ def one_rank(ev: Evidence) -> Clue | None:
     return head if head and len(ranks) <= 1 and (nps == {1} or (not nps and ranks)) else None
 
 
+# Linux signals a failed worker's exit status names (128 + N from a shell and Horovod, -N from torchrun)
+SIGNALS = {6: "SIGABRT: an abort, e.g. a failed assertion or an uncaught C++ exception", 9: "SIGKILL: killed, e.g. by "
+           "the OOM killer or a scale-in", 11: "SIGSEGV: a segmentation fault", 15: "SIGTERM: asked to stop"}
+_STATUS = re.compile(r"status code (\d+)|[Ee]xit code:?\s*(\d+)|exitcode\s*:\s*(-?\d+)|signal (\d+)")
+
+
+def _signal(text: str) -> str:
+    m = _STATUS.search(text)
+    if not m:
+        return ""
+    code = int(next(g for g in m.groups() if g is not None))
+    sig = code - 128 if code > 128 else -code if code < 0 else code if m.group(4) else 0
+    return f" (signal {sig}, {SIGNALS[sig]})" if sig in SIGNALS else ""
+
+
 def _crash(ev: Evidence) -> list[Finding]:
+    """A failure line. Elastic Horovod blacklists the host of a failed worker and goes on with the others: where
+    iterations follow the last failure line, a worker failed and the job did not."""
     found = ev.all("crash")
     if not found:
         return []
     first = found[0]
+    status = next((c for c in found if _STATUS.search(c.line.text)), first)
+    why = _signal(status.line.text)
+    after = [c for c in ev.all("iteration") if c.line.number > found[-1].line.number]
+    dropped = [c for c in found if "blacklist" in c.line.text]
+    if after and dropped:
+        host = re.search(r"host:? ([\w.-]+)", dropped[0].line.text)
+        return [Finding(WARNING, "crash", f"a worker failed ({status.line.text.strip().rstrip('.')[:80]}{why}) and elastic "
+                        f"Horovod blacklisted its host{' ' + host.group(1) if host else ''}; the job went on with "
+                        f"the others: {len(after)} iteration(s) after it (from line {after[0].line.number})",
+                        "read that worker's own output for its cause (a scale-in that removes a host ends its "
+                        "workers this way too); the figures after it are of fewer workers", str(first.line))]
     more = f" (and {len(found) - 1} more such lines)" if len(found) > 1 else ""
-    return [Finding(ERROR, "crash", f"the job failed: {first.line.text.strip()[:160]}{more}",
+    return [Finding(ERROR, "crash", f"the job failed: {first.line.text.strip()[:160]}{more}{why}",
                     "read the lines before the first failure: its cause is there, later ranks fail because of it",
                     str(first.line))]
 

@@ -60,6 +60,8 @@ CLUES: dict[str, re.Pattern[str]] = {
                         r"ChildFailedError|exitcode\s*:\s*-?[1-9]\d*|Signal \d+ \(SIG\w+\) received|"
                         r"\bnccl(?:Internal|System|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error\b|"
                         r"\bNCCL error\b|returned a non-zero exit code|Segmentation fault|core dumped"),
+    # a Horovod benchmark's iteration: where the job went on after a failure line (elastic Horovod drops a worker)
+    "iteration": re.compile(r"Iter #(\d+): +([\d.]+) img/sec per (?:GPU|CPU)"),
     "launch_hosts": re.compile(r"\b(?:mpirun|mpiexec|horovodrun)\b[^\n]*?\s(?:-H|--host|-host|--hosts)\s+([^\s`'\"]+)"),
     # the instance, where a plugin or the user names it
     "instance": re.compile(r"Running on (\S+) platform|\b(p4de?|p5e?n?)\.48xlarge\b|\b(p4d|p5en|p5e|p5)\.24xlarge\b|"
@@ -85,7 +87,7 @@ CLUE_WORDS: dict[str, tuple[str, ...]] = {
     "nnodes": ("nNodes",), "nranks": ("nranks ", "nRanks "), "version": ("NCCL version",),
     "gdr_off": ("Direct RDMA Disabled", "NIC distance"), "gdr_on": ("RDMA Enabled for GPU",), "net_edge": ("via NET/",),
     "no_p2p": ("intraNodeP2pSupport",), "crash": _CRASH_WORDS,
-    "launch_hosts": _LAUNCHERS, "instance": ("platform", "xlarge", "on P", "Standard_ND"), "launch_np": _LAUNCHERS,
+    "iteration": ("img/sec per",), "launch_hosts": _LAUNCHERS, "instance": ("platform", "xlarge", "on P", "Standard_ND"), "launch_np": _LAUNCHERS,
     "setup_done": ("COMPLETE", "Connected all", "coll channels"), "run_header": ("nGpus",), "rank_line": ("Pid",),
     "edge_line": (" -> ",),
     "row": (),  # a row holds no word: tried on lines that start like one (_ROW_START)
