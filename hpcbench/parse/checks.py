@@ -305,13 +305,18 @@ def _gdr_seen(ev: Evidence) -> tuple[set[tuple[str | None, str]], dict[tuple[str
     return on, plain
 
 
+def _rdma(network: str) -> bool:
+    """A network whose NICs can do GPUDirect RDMA: not NCCL's Socket transport, a socket plugin (FastSocket) or
+    aws-ofi-nccl over a TCP provider."""
+    return "Socket" not in network and "over TCP" not in network
+
+
 def gdr_topology(ev: Evidence, multi: bool, network: str | None) -> list[Finding]:
     """GPUDirect RDMA off because a GPU's nearest NIC is across a host bridge (PHB) or the CPU sockets (SYS), beyond
     NCCL_NET_GDR_LEVEL (default PXB: topo.cc ncclTopoCheckGdr), in a job whose data crosses the network: from
     NCCL's topology dump (topology.py), else from NCCL's own 'GPU Direct RDMA Disabled' line. A GPU the log shows
     with GDRDMA, a level raised to the distance, a Socket network (no GDR at all) or a one-host job: silent."""
-    rdma = bool(network) and network != NET_SOCKET and "over TCP" not in (network or "")
-    if not ev.topology or not (multi and rdma):
+    if not ev.topology or not (multi and network and _rdma(network)):
         return _gdr_said(ev, network)
     value = ev.env.get("NCCL_NET_GDR_LEVEL")
     limit = gdr_level(value[0] if value else None) or GDR_DEFAULT
@@ -345,7 +350,9 @@ def gdr_topology(ev: Evidence, multi: bool, network: str | None) -> list[Finding
 def _gdr_said(ev: Evidence, network: str | None) -> list[Finding]:
     """NCCL's own line that it turned GPUDirect RDMA off for a GPU-NIC distance (without a topology dump)."""
     gdr = next(iter(ev.all("gdr_off")), None)
-    if not gdr or not (network or "").startswith(("IB", "RoCE")):
+    # NCCL weighs the distance only for a NIC and GPU that both support GDR (ncclTopoCheckGdr): an RDMA NIC, even
+    # where no network line is in the excerpt; a Socket network has none
+    if not gdr or not _rdma(network or "IB"):
         return []
     far = f"{gdr.groups[2]} apart" if gdr.groups[2] else \
         f"too far apart (NCCL's distance {gdr.groups[0]} > its limit {gdr.groups[1]})"

@@ -39,7 +39,7 @@ _NODE = r"(?P<type>GPU|PCI|NVS|CPU|NIC|NET|DEV|GIN|CXB)/(?P<id>[0-9A-Fa-f]+(?:-[
 SYSTEM = re.compile(r"=== System : maxBw [\d.]+ totalBw [\d.]+ ===")
 END = re.compile(r"NCCL INFO =====+\s*$|^\s*=====+\s*$")
 ROOT = re.compile(r"(?:NCCL INFO |^)CPU/(?P<id>[0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)?) \([-\d/]+\)\s*$")
-CHILD = re.compile(r"(?:NCCL INFO |^)(?P<indent> *)\+ (?P<link>[A-Z]*)\[[\d.]+\] - " + _NODE)
+CHILD = re.compile(r"(?:NCCL INFO |^)(?P<indent> *)\+ (?P<link>[A-Z]*)\[(?P<bw>[\d.]+)\] - " + _NODE)
 PATHS = re.compile(r"(?:NCCL INFO |^)(?P<from>GPU)/(?P<gpu>[0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)?) :(?P<rest>.*)$")
 _PATH = re.compile(r"\bNET/([0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)?) \(\d+/[\d.]+/([A-Z0-9]+)\)")
 DUMPS_MAX = 4096  # one per process and communicator: a 1024-rank log holds a few per rank
@@ -86,6 +86,7 @@ class Dump:
     gpus: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)  # GPU -> (its CPU, line, its text)
     ranks: dict[str, int] = field(default_factory=dict)  # GPU -> the rank NCCL prints beside it
     nets: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # NET -> (its NIC, line)
+    speeds: dict[str, float] = field(default_factory=dict)  # NET -> its speed in GB/s, as NCCL rates it
     parents: dict[str, str] = field(default_factory=dict)  # 'TYPE/id' -> the node it hangs from
     nvlink: bool = False  # NVLink in the tree: NCCL may reach a NIC through a peer GPU (PXN)
     paths: dict[tuple[str, str], GpuNet] = field(default_factory=dict)  # (GPU, NET) -> NCCL's path line
@@ -113,6 +114,15 @@ class Dump:
         if common is None:
             return "SYS" if a[-1].startswith("CPU/") and b[-1].startswith("CPU/") else None
         return "PHB" if common.startswith("CPU/") else "PXB"
+
+    def nic_speed(self) -> tuple[float, str, int] | None:
+        """The fastest network device a GPU of this dump sends through (its nearest), as NCCL rates it: (GB/s,
+        'NET/n', its line); None where the dump names none."""
+        used = [(self.speeds[p.net], p.net) for p in self.nearest().values() if p.net in self.speeds]
+        if not used:
+            return None
+        gbps, net = max(used)
+        return gbps, f"NET/{net}", self.nets[net][1]
 
     def nearest(self) -> dict[str, GpuNet]:
         """Each GPU's nearest network device: NCCL's path line, else the tree's (None where neither tells, or
@@ -191,4 +201,5 @@ class Reader:
                 dump.ranks.setdefault(node_id, int(r.group(1)))
         elif kind == "NET":
             dump.nets.setdefault(node_id, (parent, number))
+            dump.speeds.setdefault(node_id, float(c.group("bw")))  # the NIC's speed (topo.cc: GB/s)
         dump._stack.append((c.start("type") - c.start("indent"), name))  # its children's '+' stand there
