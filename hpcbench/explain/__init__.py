@@ -63,7 +63,7 @@ def _unmeasured(p: Subject, ctx: Context) -> PointWhy | None:
         if p.point_id is None:  # someone else's log without a result: an excerpt as likely as a failed job; its
             # lines say which (a failure line is rule 'crash''s error), and what else they show
             found = rules.run(ctx, logs_alone=True)
-            if not {"unfinished", "no-rows"} & {f.rule for f in found}:  # those say it, with what the log holds
+            if not {"unfinished", "no-rows", "crash"} & {f.rule for f in found}:  # those say it, with what the log holds
                 found.append(Finding(WARNING, "no-result", said, fix, subject=p.label))
             return PointWhy(p, ranked(found))
         return PointWhy(p, [Finding(ERROR, "no-result", said, fix, subject=p.label)])
