@@ -95,6 +95,10 @@ def test_nccl_net_gdr_level_raised_is_said_to_need_every_rank():
     f = checked(LOGS / DUMP)["nccl-env"]
     assert f.claim.startswith("NCCL_NET_GDR_LEVEL=SYS is set: GPUDirect RDMA is used up to SYS apart")
     assert "mpirun -x" in f.fix and not f.fix.startswith("unset")
+    # the thread's cause: set in front of Open MPI's mpirun (line 1), not passed with -x, so the remote rank lacks it
+    assert "set in front of Open MPI's mpirun and not passed with -x" in f.claim and f.evidence.startswith(f"{DUMP}:1: ")
+    passed = checked(LOGS / "nccltests_broadcast-c0-na_53.log")["nccl-env"]  # mpirun -x NCCL_IB_DISABLE=1
+    assert "not passed with -x" not in passed.claim
 
 
 def test_busbw_judged_against_the_nic_speed_the_dump_rates():

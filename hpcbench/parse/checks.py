@@ -414,6 +414,22 @@ def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, ne
     return out + _crash(ev) + _rows_unread(parsed, ev) + _transports_unread(parsed, ev) + _no_mpi_build(ev)
 
 
+_OMPI = re.compile(r"\b(?:mpirun|mpiexec|orterun)\b(?P<rest>.*)")
+_OMPI_ONLY = (" -x ", " --mca ", " -mca ", " -N ", " --map-by ", " --bind-to ", " -npernode ")  # Open MPI's own flags
+_REMOTE = re.compile(r"\s(?:-H|--host|-host|--hostfile|-hostfile|--machinefile)\s")
+
+
+def _not_forwarded(name: str, where: str) -> bool:
+    """A variable assigned in front of Open MPI's mpirun that launches on other hosts, and not exported with -x:
+    Open MPI's rsh/ssh launcher hands the remote ranks only what -x names (mpirun(1): '-x <env> Export the
+    specified environment variables to the remote nodes')."""
+    m = _OMPI.search(where)
+    if m is None or not re.search(rf"(?:^|[\s:$#>]){name}=\S+\s+(?:\S+=\S+\s+)*\S*(?:mpirun|mpiexec|orterun)\b", where):
+        return False
+    rest = f" {m.group('rest')} "
+    return any(f in rest for f in _OMPI_ONLY) and bool(_REMOTE.search(rest)) and not re.search(rf"-x\s+{name}\b", rest)
+
+
 def env_findings(env: dict[str, tuple[str, Any]], subject: str | None,
                  key: Callable[[str], str] = lambda name: name, axis: bool = False) -> list[Finding]:
     """The NCCL variables set that take a transport away (DISABLES), each with where it is set; ``key`` names a
@@ -430,6 +446,9 @@ def env_findings(env: dict[str, tuple[str, Any]], subject: str | None,
                         "effect only on the hosts whose ranks have it")
                 fix = (f"keep it where a measurement shows it helps, and set {key(name)} for every rank: a variable "
                        "in front of mpirun reaches only the local ranks (pass it with mpirun -x, or srun --export)")
+            if _not_forwarded(name, str(got[1])):
+                what += ("; it is set in front of Open MPI's mpirun and not passed with -x, so no rank on another "
+                         "host gets it (mpirun -x exports a variable to the remote nodes)")
             out.append(Finding(WARNING, "nccl-env", f"{name}={got[0]} is set: {what}", fix, str(got[1]),
                                subject=subject))
     return out
