@@ -146,6 +146,6 @@ def test_a_transport_line_cut_is_said_and_nothing_rests_on_it(tmp_path):
                                       (" [send] via NET/IB/0/GDR", True), (" via P2P/IP", True), (" via NET/", True),
                                       (" -> 1", False)])
 def test_what_follows_a_transport_lines_ranks_tells_whether_it_was_cut(tail, cut):
-    from hpcbench.parse.nccl import edge_cut
+    from hpcbench.parse.cuts import edge_cut
 
     assert edge_cut(tail) is cut

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from hpcbench.findings import Finding
 from hpcbench.parse.evidence import Clue, Evidence
-from hpcbench.parse.nccl import edge_cut
-from hpcbench.parse.topology import FAR, GDR_DEFAULT, WHO, Dump, GpuNet, gdr_level, local_id, rank_of
+from hpcbench.parse.gdr import gdr_topology
+from hpcbench.parse.outcome import crash, cut_edges, no_mpi_build, rows_unread, transports_unread
+from hpcbench.parse.topology import GDR_DEFAULT, gdr_level, rank_of
 from hpcbench.vocab import ERROR, INFO, NET_SOCKET, WARNING
 
 HINT_SOCKET = "check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE (and that the IB plugin/rdma-core load)"
@@ -169,199 +169,6 @@ def one_rank(ev: Evidence) -> Clue | None:
     return head if head and len(ranks) <= 1 and (nps == {1} or (not nps and ranks)) else None
 
 
-# Linux signals a failed worker's exit status names (128 + N from a shell and Horovod, -N from torchrun)
-SIGNALS = {6: "SIGABRT: an abort, e.g. a failed assertion or an uncaught C++ exception", 9: "SIGKILL: killed, e.g. by "
-           "the OOM killer or a scale-in", 11: "SIGSEGV: a segmentation fault", 15: "SIGTERM: asked to stop"}
-_STATUS = re.compile(r"status code (\d+)|[Ee]xit code:?\s*(\d+)|exitcode\s*:\s*(-?\d+)|signal (\d+)")
-
-
-def _signal(text: str) -> str:
-    m = _STATUS.search(text)
-    if not m:
-        return ""
-    code = int(next(g for g in m.groups() if g is not None))
-    sig = code - 128 if code > 128 else -code if code < 0 else code if m.group(4) else 0
-    return f" (signal {sig}, {SIGNALS[sig]})" if sig in SIGNALS else ""
-
-
-def _crash(ev: Evidence) -> list[Finding]:
-    """A failure line. Elastic Horovod blacklists the host of a failed worker and goes on with the others: where
-    iterations follow the last failure line, a worker failed and the job did not."""
-    found = ev.all("crash")
-    if not found:
-        return []
-    first = found[0]
-    status = next((c for c in found if _STATUS.search(c.line.text)), first)
-    why = _signal(status.line.text)
-    after = [c for c in ev.all("iteration") if c.line.number > found[-1].line.number]
-    dropped = [c for c in found if "blacklist" in c.line.text]
-    if after and dropped:
-        host = re.search(r"host:? ([\w.-]+)", dropped[0].line.text)
-        return [Finding(WARNING, "crash", f"a worker failed ({status.line.text.strip().rstrip('.')[:80]}{why}) and elastic "
-                        f"Horovod blacklisted its host{' ' + host.group(1) if host else ''}; the job went on with "
-                        f"the others: {len(after)} iteration(s) after it (from line {after[0].line.number})",
-                        "read that worker's own output for its cause (a scale-in that removes a host ends its "
-                        "workers this way too); the figures after it are of fewer workers", str(first.line))]
-    more = f" (and {len(found) - 1} more such lines)" if len(found) > 1 else ""
-    return [Finding(ERROR, "crash", f"the job failed: {first.line.text.strip()[:160]}{more}{why}",
-                    "read the lines before the first failure: its cause is there, later ranks fail because of it",
-                    str(first.line))]
-
-
-def _rows_unread(parsed: dict[str, Any], ev: Evidence) -> list[Finding]:
-    """nccl-tests data rows in the text that parse could not read: said with their line, never dropped."""
-    tests = parsed.get("nccl_tests") or {}
-    read = {r["size"] for r in tests.get("rows") or []}
-    # A point's evidence holds every log of its job (.out and .err): only this file's rows are this parse's to read.
-    name = Path(str(parsed.get("file") or "")).name
-    missed = [c for c in ev.all("row") if (not name or c.line.file == name) and int(c.groups[0] or -1) not in read]
-    if not missed:
-        return []
-    c = missed[0]
-    lines = ", ".join(str(m.line.number) for m in missed[:5]) + (", ..." if len(missed) > 5 else "")
-    return [Finding(WARNING, "could-not-read", f"could not read {len(missed)} nccl-tests row(s) (line {lines}; "
-                    f"size {c.groups[0]} first): the figures leave them out, and nothing here rests on them",
-                    "rerun with each process's output in its own file (e.g. srun -o %t.out): other output glued "
-                    "into a row (a second process, an NCCL line) cuts it", str(c.line))]
-
-
-def cut_edges(parsed: dict[str, Any], ev: Evidence) -> list[Clue]:
-    """This file's transport lines cut before or inside their transport, which parse read no edge from."""
-    nccl = parsed.get("nccl") or {}
-    edges = {(e["channel"], e["src"], e["dst"]) for e in nccl.get("edges") or []}
-    raw = nccl.get("transports_raw") or []
-    name = Path(str(parsed.get("file") or "")).name
-
-    def joined(c: Clue) -> bool:  # the scan joined a hard-wrapped line with the next: its whole transport was read
-        tail = c.groups[3] or ""
-        if "via " in tail:
-            part = tail[tail.find("via ") + 4:].strip()
-            return any(r.startswith(part) and r != part for r in raw)
-        return (int(c.groups[0] or -1), int(c.groups[1] or -1), int(c.groups[2] or -1)) in edges
-
-    return [c for c in ev.all("edge_line") if (not name or c.line.file == name) and edge_cut(c.groups[3])
-            and not joined(c)]
-
-
-def _transports_unread(parsed: dict[str, Any], ev: Evidence) -> list[Finding]:
-    """Transport lines cut before or inside their transport ('... -> 1[1] [send] via NET/IB/0/GDR'): said with
-    their lines; parse read no edge from them (nccl.py), so no transport, host or GDR conclusion rests on them.
-    A line the scan joined with the next one (a hard wrap) was read, and is not said."""
-    missed = cut_edges(parsed, ev)
-    if not missed:
-        return []
-    c = missed[0]
-    lines = ", ".join(str(m.line.number) for m in missed[:5]) + (", ..." if len(missed) > 5 else "")
-    return [Finding(WARNING, "could-not-read", f"could not read the transport of {len(missed)} transport line(s) "
-                    f"(line {lines}; channel {c.groups[0]} {c.groups[1]} -> {c.groups[2]} first): the line is cut "
-                    "before or inside it, so the transports, hosts and GPUDirect RDMA said here leave them out",
-                    "attach the log as a file rather than a paste cut at the terminal's width (NCCL_DEBUG_FILE="
-                    "nccl.%h.%p writes each process's lines whole)", str(c.line))]
-
-
-def _no_mpi_build(ev: Evidence) -> list[Finding]:
-    """nccl-tests without MPI=1 run by mpirun: every process runs its own test, each as 'Rank 0' of a world of
-    its own (nccl-tests README: multi-process runs need the MPI build), so its header repeats."""
-    owners: dict[str, set[tuple[str | None, str | None]]] = {}
-    for c in ev.all("rank_line"):
-        owners.setdefault(c.groups[0] or "", set()).add((c.groups[1], c.groups[2]))
-    twice = next((r for r, o in owners.items() if len(o) > 1), None)
-    headers = ev.all("run_header")
-    rows = [c.line.number for c in ev.all("row")]
-    dup = next((b for a, b in zip(headers, headers[1:]) if a.line.text.strip() == b.line.text.strip()
-                and not any(a.line.number < n < b.line.number for n in rows)), None)
-    if twice is None and dup is None:
-        return []
-    why = (f"Rank {twice} is printed by {len(owners[twice])} processes" if twice is not None
-           else f"the run header is printed again at line {dup.line.number if dup else '?'} before any row")
-    where = str(dup.line) if dup else str(ev.all("rank_line")[0].line)
-    return [Finding(WARNING, "no-mpi-build", f"{why}: each process ran its own single-process test, so the figures "
-                    "are not one job across the ranks", "build nccl-tests with MPI=1 (make MPI=1 MPI_HOME=...) and "
-                    "launch it with mpirun/srun", where)]
-
-
-def _host_of(text: str) -> str | None:
-    m = WHO.search(text)
-    return m.group("who").split(":", 1)[0] if m else None
-
-
-def _gdr_seen(ev: Evidence) -> tuple[set[tuple[str | None, str]], dict[tuple[str | None, str], Clue]]:
-    """The GPUs (host, bus id or rank) the log shows with GPUDirect RDMA on: a GDRDMA network edge or NCCL's
-    'Enabled for GPU' line; and those whose network edges show none (the first such edge)."""
-    on: set[tuple[str | None, str]] = set()
-    plain: dict[tuple[str | None, str], Clue] = {}
-    for c in ev.all("gdr_on"):
-        on.add((_host_of(c.line.text), local_id(c.groups[0] or "")))
-    for c in ev.all("net_edge"):
-        src, sbus, dst, dbus, way, via = c.groups
-        rank, bus = (dst, dbus) if way == "receive" else (src, sbus)
-        host = _host_of(c.line.text)
-        keys = [(host, f"rank {rank}")] + ([(host, local_id(bus))] if bus else [])
-        if "GDRDMA" in (via or ""):
-            on.update(keys)
-        else:
-            for k in keys:
-                plain.setdefault(k, c)
-    return on, plain
-
-
-def _rdma(network: str) -> bool:
-    """A network whose NICs can do GPUDirect RDMA: not NCCL's Socket transport, a socket plugin (FastSocket) or
-    aws-ofi-nccl over a TCP provider."""
-    return "Socket" not in network and "over TCP" not in network
-
-
-def gdr_topology(ev: Evidence, multi: bool, network: str | None) -> list[Finding]:
-    """GPUDirect RDMA off because a GPU's nearest NIC is across a host bridge (PHB) or the CPU sockets (SYS), beyond
-    NCCL_NET_GDR_LEVEL (default PXB: topo.cc ncclTopoCheckGdr), in a job whose data crosses the network: from
-    NCCL's topology dump (topology.py), else from NCCL's own 'GPU Direct RDMA Disabled' line. A GPU the log shows
-    with GDRDMA, a level raised to the distance, a Socket network (no GDR at all) or a one-host job: silent."""
-    if not ev.topology or not (multi and network and _rdma(network)):
-        return _gdr_said(ev, network)
-    value = ev.env.get("NCCL_NET_GDR_LEVEL")
-    limit = gdr_level(value[0] if value else None) or GDR_DEFAULT
-    on, plain = _gdr_seen(ev)
-    far: dict[tuple[str | None, str], tuple[Dump, GpuNet]] = {}
-    for dump in ev.topology:
-        for gpu, path in dump.nearest().items():
-            keys = [(dump.host, gpu)] + ([(dump.host, f"rank {dump.ranks[gpu]}")] if gpu in dump.ranks else [])
-            if path.type in FAR and rank_of(path.type) > rank_of(limit) and not any(k in on for k in keys):
-                far.setdefault((dump.host, gpu), (dump, path))
-    if not far:
-        return []  # every GPU is near a NIC, or shown with GDRDMA: NCCL's 'Disabled' lines are about NICs it does not use
-    dump, path = next(iter(far.values()))
-    where = "across the CPU sockets (SYS)" if path.type == "SYS" else "only through the CPU's host bridge (PHB)"
-    names = dict(re.findall(r"\[(\d+)\]\s?([\w.-]+):\d+", ev.first["ib_device"].text)) if "ib_device" in ev.first else {}
-    nic = f"NET/{path.net}" + (f" ({names[path.net]})" if path.net in names else "")
-    how = "derived from the tree" if path.derived else "NCCL's path type"
-    edge = next((plain[k] for k in [(dump.host, path.gpu)] if k in plain), None)
-    shown = f"; its network edges show no GDRDMA (line {edge.line.number})" if edge else ""
-    level = f"NCCL_NET_GDR_LEVEL={value[0]}" if value else f"NCCL_NET_GDR_LEVEL's default {GDR_DEFAULT}"
-    more = f" (and {len(far) - 1} more GPU(s))" if len(far) > 1 else ""
-    return [Finding(WARNING, "gdr-topology", f"GPU {path.gpu}{' on ' + dump.host if dump.host else ''} reaches its "
-                    f"nearest NIC, {nic}, {where}{more}: beyond {level}, NCCL sends and receives its network data "
-                    f"without GPUDirect RDMA, staged through host memory ({how}, line {path.line}){shown}",
-                    f"set NCCL_NET_GDR_LEVEL={path.type} on every host if a measurement shows it helps (crossing "
-                    f"{'the sockets' if path.type == 'SYS' else 'the CPU'} can be slower than staging); better, give "
-                    "each rank a NIC under its GPU's PCIe switch or socket (NCCL_IB_HCA) and bind the rank to that "
-                    "socket", f"{dump.file}:{path.line}: {path.text[:160]}")]
-
-
-def _gdr_said(ev: Evidence, network: str | None) -> list[Finding]:
-    """NCCL's own line that it turned GPUDirect RDMA off for a GPU-NIC distance (without a topology dump)."""
-    gdr = next(iter(ev.all("gdr_off")), None)
-    # NCCL weighs the distance only for a NIC and GPU that both support GDR (ncclTopoCheckGdr): an RDMA NIC, even
-    # where no network line is in the excerpt; a Socket network has none
-    if not gdr or not _rdma(network or "IB"):
-        return []
-    far = f"{gdr.groups[2]} apart" if gdr.groups[2] else \
-        f"too far apart (NCCL's distance {gdr.groups[0]} > its limit {gdr.groups[1]})"
-    return [Finding(INFO, "gdr-topology", f"GPUDirect RDMA is off because the GPU and its NIC are {far}: "
-                    "across a host bridge or CPU sockets, beyond NCCL's default NCCL_NET_GDR_LEVEL (PXB)",
-                    "put the GPU and NIC under one PCIe switch, or raise NCCL_NET_GDR_LEVEL (e.g. PHB) after "
-                    "measuring that it helps", str(gdr.line))]
-
-
 def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, network: str | None) -> list[Finding]:
     """The rules that read NCCL's and the launcher's lines beside the transports."""
     nccl = parsed.get("nccl") or {}
@@ -411,7 +218,7 @@ def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, ne
                            "a connection between ports of different fabrics fails or falls back",
                            "set NCCL_IB_HCA to the ports of one fabric (e.g. =mlx5_0,mlx5_1)",
                            subject=parsed.get("file")))
-    return out + _crash(ev) + _rows_unread(parsed, ev) + _transports_unread(parsed, ev) + _no_mpi_build(ev)
+    return out + crash(ev) + rows_unread(parsed, ev) + transports_unread(parsed, ev) + no_mpi_build(ev)
 
 
 _OMPI = re.compile(r"\b(?:mpirun|mpiexec|orterun)\b(?P<rest>.*)")

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hpcbench.parse.cuts import EDGE_START
 from hpcbench.parse.horovod import LAUNCHER
-from hpcbench.parse.nccl import EDGE_START, SHOWN_BY
+from hpcbench.parse.nccl import SHOWN_BY
 from hpcbench.parse.topology import Dump
 from hpcbench.parse.topology import Reader as TopologyReader
 
