@@ -88,6 +88,8 @@ def unused_features(ctx: Context) -> list[Finding]:
 RULES = (log_checks, network, env_disables, unused_features)
 ORDER = 10  # transports first: what the run used is the first thing to know
 ON_LOGS_ALONE = True  # a log of NCCL lines only is evidence about transports
-# A GPU whose nearest NIC is beyond NCCL_NET_GDR_LEVEL sends without GPUDirect RDMA: its edges show no GDRDMA
-EXPLAINS = {"gdr-topology": ("ib-without-gdrdma",)}
+# A GPU whose nearest NIC is beyond NCCL_NET_GDR_LEVEL sends without GPUDirect RDMA: its edges show no GDRDMA, and
+# its network data is staged through host memory; a variable that takes a transport away (or GDR from some hosts)
+# lowers the figures the same way
+EXPLAINS = {"gdr-topology": ("ib-without-gdrdma", "busbw"), "nccl-env": ("busbw", "ib-without-gdrdma", "shm-not-p2p")}
 CAVEATS = ("could-not-read",)  # what parse could not read bounds what the figures and the verdict can bear
