@@ -34,7 +34,7 @@ def test_the_dump_is_read_as_nccl_prints_it():
     near = dump.nearest()["81000"]
     assert (near.net, near.type, near.line, near.derived) == ("1", "PHB", 35, False)
     # without the path lines, NCCL's rule over the tree gives the same: one CPU is PHB, two CPUs SYS
-    assert dump._tree_path("81000", "1") == "PHB" and dump._tree_path("81000", "0") == "SYS"
+    assert dump.tree_path("81000", "1") == "PHB" and dump.tree_path("81000", "0") == "SYS"
 
 
 def test_a_tree_with_nvlink_and_a_near_nic_says_nothing_of_a_far_gpu_without_path_lines():
@@ -149,3 +149,28 @@ def test_what_follows_a_transport_lines_ranks_tells_whether_it_was_cut(tail, cut
     from hpcbench.parse.cuts import edge_cut
 
     assert edge_cut(tail) is cut
+
+
+def _dump_lines(nic_under_switch: bool) -> list[str]:
+    """The shape NCCL prints (topo.cc ncclTopoPrintRec, paths.cc printNodePaths), for a GPU whose path to the NIC
+    goes through the CPU: a format test of the rule's two readings, not a corpus log."""
+    p = "hostA:11:12 [0] NCCL INFO "
+    nic = ([f"{p}              + PCI[24.0] - NIC/12000", f"{p}                            + NET[25.0] - NET/0 (0/1/25.0)"]
+           if nic_under_switch else [f"{p}+ PCI[24.0] - NIC/12000", f"{p}              + NET[25.0] - NET/0 (0/1/25.0)"])
+    return [f"{p}NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:10.0.0.1<0>", f"{p}Using network IB",
+            f"{p}comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0",
+            f"{p}=== System : maxBw 24.0 totalBw 24.0 ===", f"{p}CPU/0 (1/1/2)", f"{p}+ PCI[24.0] - PCI/10000 (1000)",
+            f"{p}              + PCI[24.0] - GPU/11000 (0)", *nic, f"{p}==========================================",
+            f"{p}GPU/11000 :GPU/11000 (0/5000.0/LOC) CPU/0 (2/24.0/PHB) NET/0 (3/24.0/PHB)"]
+
+
+@pytest.mark.parametrize("under_switch,fires", [(True, False), (False, True)])
+def test_a_phb_path_is_a_distance_only_where_the_tree_says_so(tmp_path, under_switch, fires):
+    """NCCL prints a GPU-NET path after deciding GDR: without GDR (no nvidia_peermem) it routes a GPU and NIC under
+    one switch through the CPU, and the path line says PHB (paths.cc; sjeaugey in nccl#489). The distance is the
+    tree's: under one switch it is no distance problem (rule ib-without-gdrdma's hint is the fix), under the CPU it is."""
+    log = tmp_path / "dump.log"
+    log.write_text("\n".join(_dump_lines(under_switch)) + "\n")
+    (dump,) = read_log(log).evidence.topology
+    assert dump.tree_path("11000", "0") == ("PXB" if under_switch else "PHB")
+    assert ("gdr-topology" in checked(log)) is fires

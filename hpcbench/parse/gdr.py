@@ -53,19 +53,26 @@ def gdr_topology(ev: Evidence, multi: bool, network: str | None) -> list[Finding
     value = ev.env.get("NCCL_NET_GDR_LEVEL")
     limit = gdr_level(value[0] if value else None) or GDR_DEFAULT
     on, plain = _gdr_seen(ev)
-    far: dict[tuple[str | None, str], tuple[Dump, GpuNet]] = {}
+    far: dict[tuple[str | None, str], tuple[Dump, GpuNet, str | None]] = {}
     for dump in ev.topology:
         for gpu, path in dump.nearest().items():
             keys = [(dump.host, gpu)] + ([(dump.host, f"rank {dump.ranks[gpu]}")] if gpu in dump.ranks else [])
-            if path.type in FAR and rank_of(path.type) > rank_of(limit) and not any(k in on for k in keys):
-                far.setdefault((dump.host, gpu), (dump, path))
+            # NCCL prints a GPU-NET path after deciding GDR: one it will not use GDR on goes through the GPU's CPU
+            # (paths.cc: 'divert all traffic through the CPU'), so PHB there may be a GPU and NIC under one switch
+            # without GDR support (no nvidia_peermem): the tree tells the distance, the path line only the route
+            physical = dump.tree_path(gpu, path.net)
+            beyond = rank_of(physical or path.type) > rank_of(limit)
+            if path.type in FAR and beyond and not any(k in on for k in keys):
+                far.setdefault((dump.host, gpu), (dump, path, physical))
     if not far:
         return []  # every GPU is near a NIC, or shown with GDRDMA: NCCL's 'Disabled' lines are about NICs it does not use
-    dump, path = next(iter(far.values()))
-    where = "across the CPU sockets (SYS)" if path.type == "SYS" else "only through the CPU's host bridge (PHB)"
+    dump, path, physical = next(iter(far.values()))
+    kind = physical or path.type
+    where = "across the CPU sockets (SYS)" if kind == "SYS" else "only through the CPU's host bridge (PHB)"
     names = dict(re.findall(r"\[(\d+)\]\s?([\w.-]+):\d+", ev.first["ib_device"].text)) if "ib_device" in ev.first else {}
     nic = f"NET/{path.net}" + (f" ({names[path.net]})" if path.net in names else "")
-    how = "derived from the tree" if path.derived else "NCCL's path type"
+    how = ("the tree" if path.derived else f"the tree, and NCCL's path {path.type}") if physical else \
+        f"NCCL's path {path.type}; the tree is not in the excerpt to tell a GPU-NIC distance from GDR being unavailable"
     edge = next((plain[k] for k in [(dump.host, path.gpu)] if k in plain), None)
     shown = f"; its network edges show no GDRDMA (line {edge.line.number})" if edge else ""
     level = f"NCCL_NET_GDR_LEVEL={value[0]}" if value else f"NCCL_NET_GDR_LEVEL's default {GDR_DEFAULT}"
@@ -73,8 +80,8 @@ def gdr_topology(ev: Evidence, multi: bool, network: str | None) -> list[Finding
     return [Finding(WARNING, "gdr-topology", f"GPU {path.gpu}{' on ' + dump.host if dump.host else ''} reaches its "
                     f"nearest NIC, {nic}, {where}{more}: beyond {level}, NCCL sends and receives its network data "
                     f"without GPUDirect RDMA, staged through host memory ({how}, line {path.line}){shown}",
-                    f"set NCCL_NET_GDR_LEVEL={path.type} on every host if a measurement shows it helps (crossing "
-                    f"{'the sockets' if path.type == 'SYS' else 'the CPU'} can be slower than staging); better, give "
+                    f"set NCCL_NET_GDR_LEVEL={kind} on every host if a measurement shows it helps (crossing "
+                    f"{'the sockets' if kind == 'SYS' else 'the CPU'} can be slower than staging); better, give "
                     "each rank a NIC under its GPU's PCIe switch or socket (NCCL_IB_HCA) and bind the rank to that "
                     "socket", f"{dump.file}:{path.line}: {path.text[:160]}")]
 

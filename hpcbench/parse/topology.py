@@ -104,7 +104,7 @@ class Dump:
             out.append(node)
         return out
 
-    def _tree_path(self, gpu: str, net: str) -> str | None:
+    def tree_path(self, gpu: str, net: str) -> str | None:
         """NCCL's path type from the tree: the lowest node both hang from (paths.cc: PCI-PCI is PXB, a CPU PHB,
         the SYS link between CPUs SYS)."""
         a, b = self._ancestors(f"GPU/{gpu}"), self._ancestors(f"NET/{net}")
@@ -127,7 +127,7 @@ class Dump:
     def nearest(self) -> dict[str, GpuNet]:
         """Each GPU's nearest network device: NCCL's path line, else the tree's (None where neither tells, or
         where NVLink could make it PXN)."""
-        tree = {gpu: [GpuNet(gpu, net, t, line, text, True) for net in self.nets if (t := self._tree_path(gpu, net))]
+        tree = {gpu: [GpuNet(gpu, net, t, line, text, True) for net in self.nets if (t := self.tree_path(gpu, net))]
                 for gpu, (_cpu, line, text) in self.gpus.items()}
         # through NVLink, NCCL sends a far GPU's data out of a peer GPU near a NIC (PXN, 2.12+): the tree alone
         # cannot tell a far GPU's path then
