@@ -20,7 +20,7 @@ from hpcbench.explain.context import Context
 from hpcbench.explain.inputs import Subject
 from hpcbench.explain.links import Peak
 from hpcbench.findings import Finding, ranked
-from hpcbench.vocab import ERROR, INFO, OUT_OF_MEMORY, TIMEOUT, UNSUPPORTED
+from hpcbench.vocab import ERROR, INFO, OUT_OF_MEMORY, TIMEOUT, UNSUPPORTED, WARNING
 
 
 @dataclass
@@ -59,8 +59,14 @@ def _unmeasured(p: Subject, ctx: Context) -> PointWhy | None:
                                     subject=p.label)])
     if not p.ok:
         fix = _no_result_fix(p, ctx)
-        return PointWhy(p, [Finding(ERROR, "no-result", f"{p.state}: {p.reason or 'no reason recorded'}", fix,
-                                    subject=p.label)])
+        said = f"{p.state}: {p.reason or 'no reason recorded'}"
+        if p.point_id is None:  # someone else's log without a result: an excerpt as likely as a failed job; its
+            # lines say which (a failure line is rule 'crash''s error), and what else they show
+            found = rules.run(ctx, logs_alone=True)
+            if not {"unfinished", "no-rows", "crash"} & {f.rule for f in found}:  # those say it, with what the log holds
+                found.append(Finding(WARNING, "no-result", said, fix, subject=p.label))
+            return PointWhy(p, ranked(found))
+        return PointWhy(p, [Finding(ERROR, "no-result", said, fix, subject=p.label)])
     return None
 
 

@@ -57,9 +57,21 @@ def peak(ctx: Context) -> tuple[links.Peak | None, str]:
     if inter and named and links.instance(named):
         return links.instance(named), ""
     if inter:
-        return links.between_hosts(ctx.network(), ctx.provenance, p.ranks_per_node or 1)
+        found, why = links.between_hosts(ctx.network(), ctx.provenance, p.ranks_per_node or 1)
+        return (found, why) if found is not None else (_dumped_nic(ctx) or (None, why))
     nvls = any(n.get("nvls_used") for n in ctx.nccl)
     return links.within_host(ctx.gpu_models(), nvls, ctx.transports(), ctx.provenance)
+
+
+def _dumped_nic(ctx: Context) -> tuple[links.Peak, str] | None:
+    """The NIC speed NCCL's topology dump gives the network device a GPU uses (its 'NET[25.0]'), where nothing
+    else names the link between hosts: NCCL's own rating of the port (topo.cc, from the plugin's speed)."""
+    rated = [(r, d) for d in ctx.evidence.topology if (r := d.nic_speed())]
+    if not rated:
+        return None
+    (gbps, net, line), dump = max(rated, key=lambda x: x[0][0])
+    return links.Peak(gbps, f"{net} port (NCCL's topology dump)",
+                      None, f"{dump.file}:{line} (NCCL topo.cc: the NET node's speed)"), ""
 
 
 def gpu_bound(ctx: Context) -> links.Peak | None:

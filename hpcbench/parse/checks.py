@@ -13,11 +13,14 @@ GPU-NIC distance, failure lines, data rows parse could not read. Each finding na
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from hpcbench.findings import Finding
 from hpcbench.parse.evidence import Clue, Evidence
+from hpcbench.parse.gdr import gdr_topology
+from hpcbench.parse.outcome import crash, cut_edges, no_mpi_build, rows_unread, transports_unread
+from hpcbench.parse.topology import GDR_DEFAULT, gdr_level, rank_of
 from hpcbench.vocab import ERROR, INFO, NET_SOCKET, WARNING
 
 HINT_SOCKET = "check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE (and that the IB plugin/rdma-core load)"
@@ -166,55 +169,6 @@ def one_rank(ev: Evidence) -> Clue | None:
     return head if head and len(ranks) <= 1 and (nps == {1} or (not nps and ranks)) else None
 
 
-def _crash(ev: Evidence) -> list[Finding]:
-    found = ev.all("crash")
-    if not found:
-        return []
-    first = found[0]
-    more = f" (and {len(found) - 1} more such lines)" if len(found) > 1 else ""
-    return [Finding(ERROR, "crash", f"the job failed: {first.line.text.strip()[:160]}{more}",
-                    "read the lines before the first failure: its cause is there, later ranks fail because of it",
-                    str(first.line))]
-
-
-def _rows_unread(parsed: dict[str, Any], ev: Evidence) -> list[Finding]:
-    """nccl-tests data rows in the text that parse could not read: said with their line, never dropped."""
-    tests = parsed.get("nccl_tests") or {}
-    read = {r["size"] for r in tests.get("rows") or []}
-    # A point's evidence holds every log of its job (.out and .err): only this file's rows are this parse's to read.
-    name = Path(str(parsed.get("file") or "")).name
-    missed = [c for c in ev.all("row") if (not name or c.line.file == name) and int(c.groups[0] or -1) not in read]
-    if not missed:
-        return []
-    c = missed[0]
-    lines = ", ".join(str(m.line.number) for m in missed[:5]) + (", ..." if len(missed) > 5 else "")
-    return [Finding(WARNING, "could-not-read", f"could not read {len(missed)} nccl-tests row(s) (line {lines}; "
-                    f"size {c.groups[0]} first): the figures leave them out, and nothing here rests on them",
-                    "rerun with each process's output in its own file (e.g. srun -o %t.out): other output glued "
-                    "into a row (a second process, an NCCL line) cuts it", str(c.line))]
-
-
-def _no_mpi_build(ev: Evidence) -> list[Finding]:
-    """nccl-tests without MPI=1 run by mpirun: every process runs its own test, each as 'Rank 0' of a world of
-    its own (nccl-tests README: multi-process runs need the MPI build), so its header repeats."""
-    owners: dict[str, set[tuple[str | None, str | None]]] = {}
-    for c in ev.all("rank_line"):
-        owners.setdefault(c.groups[0] or "", set()).add((c.groups[1], c.groups[2]))
-    twice = next((r for r, o in owners.items() if len(o) > 1), None)
-    headers = ev.all("run_header")
-    rows = [c.line.number for c in ev.all("row")]
-    dup = next((b for a, b in zip(headers, headers[1:]) if a.line.text.strip() == b.line.text.strip()
-                and not any(a.line.number < n < b.line.number for n in rows)), None)
-    if twice is None and dup is None:
-        return []
-    why = (f"Rank {twice} is printed by {len(owners[twice])} processes" if twice is not None
-           else f"the run header is printed again at line {dup.line.number if dup else '?'} before any row")
-    where = str(dup.line) if dup else str(ev.all("rank_line")[0].line)
-    return [Finding(WARNING, "no-mpi-build", f"{why}: each process ran its own single-process test, so the figures "
-                    "are not one job across the ranks", "build nccl-tests with MPI=1 (make MPI=1 MPI_HOME=...) and "
-                    "launch it with mpirun/srun", where)]
-
-
 def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, network: str | None) -> list[Finding]:
     """The rules that read NCCL's and the launcher's lines beside the transports."""
     nccl = parsed.get("nccl") or {}
@@ -244,14 +198,7 @@ def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, ne
         out.append(Finding(WARNING, "mixed-builds", f"the ranks run different NCCL builds: {', '.join(versions)}",
                            "install one NCCL (and CUDA) build on every host, or ship it in the job's container",
                            str(ev.all("version")[0].line)))
-    gdr = next(iter(ev.all("gdr_off")), None)
-    if gdr and (network or "").startswith(("IB", "RoCE")):
-        far = f"{gdr.groups[2]} apart" if gdr.groups[2] else \
-            f"too far apart (NCCL's distance {gdr.groups[0]} >= its limit {gdr.groups[1]})"
-        out.append(Finding(INFO, "gdr-topology", f"GPUDirect RDMA is off because the GPU and its NIC are {far}: "
-                           "across a host bridge or CPU sockets, beyond NCCL's default NCCL_NET_GDR_LEVEL (PXB)",
-                           "put the GPU and NIC under one PCIe switch, or raise NCCL_NET_GDR_LEVEL (e.g. PHB) after "
-                           "measuring that it helps", str(gdr.line)))
+    out += gdr_topology(ev, multi, network)
     for c in ev.all("no_p2p")[:1]:
         out.append(Finding(WARNING, "no-p2p", "NCCL found no peer-to-peer path between the GPUs of this node "
                            "(intraNodeP2pSupport 0): they exchange data through host memory",
@@ -271,18 +218,46 @@ def _evidence_checks(parsed: dict[str, Any], ev: Evidence, hosts: int | None, ne
                            "a connection between ports of different fabrics fails or falls back",
                            "set NCCL_IB_HCA to the ports of one fabric (e.g. =mlx5_0,mlx5_1)",
                            subject=parsed.get("file")))
-    return out + _crash(ev) + _rows_unread(parsed, ev) + _no_mpi_build(ev)
+    return out + crash(ev) + rows_unread(parsed, ev) + transports_unread(parsed, ev) + no_mpi_build(ev)
 
 
-def env_findings(env: dict[str, tuple[str, Any]], subject: str | None) -> list[Finding]:
-    """The NCCL variables set that take a transport away (DISABLES), each with where it is set."""
+_OMPI = re.compile(r"\b(?:mpirun|mpiexec|orterun)\b(?P<rest>.*)")
+_OMPI_ONLY = (" -x ", " --mca ", " -mca ", " -N ", " --map-by ", " --bind-to ", " -npernode ")  # Open MPI's own flags
+_REMOTE = re.compile(r"\s(?:-H|--host|-host|--hostfile|-hostfile|--machinefile)\s")
+
+
+def _not_forwarded(name: str, where: str) -> bool:
+    """A variable assigned in front of Open MPI's mpirun that launches on other hosts, and not exported with -x:
+    Open MPI's rsh/ssh launcher hands the remote ranks only what -x names (mpirun(1): '-x <env> Export the
+    specified environment variables to the remote nodes')."""
+    m = _OMPI.search(where)
+    if m is None or not re.search(rf"(?:^|[\s:$#>]){name}=\S+\s+(?:\S+=\S+\s+)*\S*(?:mpirun|mpiexec|orterun)\b", where):
+        return False
+    rest = f" {m.group('rest')} "
+    return any(f in rest for f in _OMPI_ONLY) and bool(_REMOTE.search(rest)) and not re.search(rf"-x\s+{name}\b", rest)
+
+
+def env_findings(env: dict[str, tuple[str, Any]], subject: str | None,
+                 key: Callable[[str], str] = lambda name: name, axis: bool = False) -> list[Finding]:
+    """The NCCL variables set that take a transport away (DISABLES), each with where it is set; ``key`` names a
+    variable as the fix should (explain: the sweep key that sets it), ``axis``: a sweep can make it an axis."""
     out = []
     for name, (values, what) in DISABLES.items():
         got = env.get(name)
         if got is not None and (values is None or got[0].lower() in (v.lower() for v in values)):
-            out.append(Finding(WARNING, "nccl-env", f"{name}={got[0]} is set: {what}",
-                               f"unset {name} unless this study is about it (then it is an axis, and fine)",
-                               str(got[1]), subject=subject))
+            fix = f"unset {key(name)} unless this study is about it (then it is an axis" + \
+                (f", [matrix.env] {name}" if axis else "") + ", and fine)"
+            level = gdr_level(got[0]) if name == "NCCL_NET_GDR_LEVEL" else None
+            if level and rank_of(level) > rank_of(GDR_DEFAULT):  # raised: GDR across a host bridge or the sockets
+                what = (f"GPUDirect RDMA is used up to {level} apart, beyond NCCL's default {GDR_DEFAULT}: it takes "
+                        "effect only on the hosts whose ranks have it")
+                fix = (f"keep it where a measurement shows it helps, and set {key(name)} for every rank: a variable "
+                       "in front of mpirun reaches only the local ranks (pass it with mpirun -x, or srun --export)")
+            if _not_forwarded(name, str(got[1])):
+                what += ("; it is set in front of Open MPI's mpirun and not passed with -x, so no rank on another "
+                         "host gets it (mpirun -x exports a variable to the remote nodes)")
+            out.append(Finding(WARNING, "nccl-env", f"{name}={got[0]} is set: {what}", fix, str(got[1]),
+                               subject=subject))
     return out
 
 
@@ -327,7 +302,8 @@ def check_parsed(parsed: dict[str, Any], provenance: list[dict] | None = None, *
     net_edges = [e for e in edges if (e.get("transport") or "").startswith(("NET/IB", "NET/RoCE"))]
     # GDR on some network edges means it works: sends without it are NCCL's default where the GPU has no NVLink
     # (GDR read, NCCL_NET_GDR_READ); only a network with no GDRDMA edge at all says GDR is off
-    if net_edges and not any(e["transport"].endswith("/GDRDMA") for e in net_edges):
+    # a cut transport line may have been a GDRDMA one: nothing is said of GDR then (could-not-read says the lines)
+    if net_edges and not any(e["transport"].endswith("/GDRDMA") for e in net_edges) and not cut_edges(parsed, ev):
         plain = sorted({e["transport"] for e in net_edges})
         out.append(Finding(INFO, "ib-without-gdrdma",
                            f"{' and '.join(plain)} used without GPUDirect RDMA on all {len(net_edges)} network edges",
@@ -388,7 +364,9 @@ def verdict(parsed: dict[str, Any], provenance: list[dict] | None = None, eviden
     inter = [e for e in edges if (e.get("transport") or "").startswith("NET/")]
     gdr = sum("GDRDMA" in (e.get("transport") or "") for e in inter)
     if inter and network and (gdr or network.startswith(("IB", "RoCE"))):  # any network's edges (NET/AWS Libfabric/0/GDRDMA too)
-        text += f"; GPUDirect RDMA on {gdr}/{len(inter)} network edges"
+        cut = len(cut_edges(parsed, ev))
+        text += f"; GPUDirect RDMA on {gdr}/{len(inter)} network edges" + \
+            (f" ({cut} transport line(s) could not be read)" if cut else "")
     if network == NET_SOCKET and hosts != 1:
         text += f" while an IB device is visible {where_ib}" if where_ib else " (no IB device seen)"
     return text

@@ -111,7 +111,9 @@ def check_findings(logs: list[Log], prov: list[dict[str, Any]], gpu: bool) -> li
         # every file gets its network verdict, a Socket-only log too
         findings.append(Finding(INFO, "network", verdict(d, prov or None, log.evidence), subject=d["file"]))
         findings += check_parsed(d, prov or None, gpu=gpu or None, evidence=log.evidence)
-        findings += [Finding(WARNING, "unparsable", w, subject=d["file"]) for w in d["warnings"]]
+        # a launcher's failure lines alone are a failed job's output, recognised by rule 'crash'
+        said = [w for w in d["warnings"] if not (w.startswith("nothing recognised") and log.evidence.all("crash"))]
+        findings += [Finding(WARNING, "unparsable", w, subject=d["file"]) for w in said]
     return findings
 
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hpcbench.parse.cuts import EDGE_START
 from hpcbench.parse.horovod import LAUNCHER
 from hpcbench.parse.nccl import SHOWN_BY
+from hpcbench.parse.topology import Dump
+from hpcbench.parse.topology import Reader as TopologyReader
 
 EVIDENCE_BYTES = 64 << 20  # the evidence of a 1 GB log is in its start; reading it all would take seconds
 HEAD_BYTES = 256 << 10  # benchmark banners (model, batch size) sit at the top of a log
@@ -44,8 +47,13 @@ CLUES: dict[str, re.Pattern[str]] = {
     "nranks": re.compile(r"\bn[Rr]anks (\d+)"),
     "version": re.compile(r"NCCL version (\d[\w.+-]*)"),
     # NCCL's GPU-NIC distance check (topo.cc ncclTopoCheckGdr): beyond NCCL_NET_GDR_LEVEL (default PXB), no GDR
-    "gdr_off": re.compile(r"NET/IB ?: ?GPU Direct RDMA Disabled for GPU[^\n]*?\(distance (\d+) >= (\d+)\)|"
+    # (2.4-2.5 "NET/IB : ... (distance 4 >= 2)"; 2.6+ "GPU Direct RDMA Disabled for GPU 81000 / HCA 0 (distance 6 > 4)")
+    "gdr_off": re.compile(r"GPU Direct RDMA Disabled for GPU[^\n]*?\(distance (\d+) >=? (\d+)\)|"
                           r"IB NIC distance\s*:\s*(SYS|PHB|NODE)"),
+    "gdr_on": re.compile(r"GPU Direct RDMA Enabled for GPU (\w+)"),
+    # a network edge with the GPUs' bus ids where printed: which GPU of a host sends or receives with GDRDMA
+    "net_edge": re.compile(r"\b(\d+)(?:\[([0-9a-fA-F]+)\])? -> (\d+)(?:\[([0-9a-fA-F]+)\])? \[(send|receive)\]\s+via "
+                           r"(NET/[^\n]*?)\s*$"),
     "no_p2p": re.compile(r"intraNodeP2pSupport 0\b"),
     # a job that failed: Horovod's and torchrun's own lines, mpirun's, a signal, an NCCL error code
     "crash": re.compile(r"exit(?:ed)? with (?:status code [1-9]\d*|non-zero status)|exited on signal \d+|"
@@ -53,6 +61,8 @@ CLUES: dict[str, re.Pattern[str]] = {
                         r"ChildFailedError|exitcode\s*:\s*-?[1-9]\d*|Signal \d+ \(SIG\w+\) received|"
                         r"\bnccl(?:Internal|System|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error\b|"
                         r"\bNCCL error\b|returned a non-zero exit code|Segmentation fault|core dumped"),
+    # a Horovod benchmark's iteration: where the job went on after a failure line (elastic Horovod drops a worker)
+    "iteration": re.compile(r"Iter #(\d+): +([\d.]+) img/sec per (?:GPU|CPU)"),
     "launch_hosts": re.compile(r"\b(?:mpirun|mpiexec|horovodrun)\b[^\n]*?\s(?:-H|--host|-host|--hosts)\s+([^\s`'\"]+)"),
     # the instance, where a plugin or the user names it
     "instance": re.compile(r"Running on (\S+) platform|\b(p4de?|p5e?n?)\.48xlarge\b|\b(p4d|p5en|p5e|p5)\.24xlarge\b|"
@@ -62,6 +72,8 @@ CLUES: dict[str, re.Pattern[str]] = {
     "setup_done": re.compile(r"Init COMPLETE|Connected all (?:rings|trees)|\d+ coll channels"),
     "run_header": re.compile(r"nThreads?:? \d+ nGpus:? \d+"),
     "rank_line": re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+([\w.-]+)\s+device"),
+    # a transport line's channel and ranks, and what follows them (nccl.edge_cut tells whether it was cut)
+    "edge_line": re.compile(EDGE_START),
     # the start of an nccl-tests data row: its size and count (a row parse could not read is said as such)
     "row": re.compile(rf"^\s*(?:\[\d+\]\s*)?(?:\d+:\s+)?#?\s*(\d+)\s+(\d+)\s+(?:{_ROW_TYPES})\b"),
 }
@@ -74,9 +86,11 @@ _LAUNCHERS = ("mpirun", "mpiexec", "orterun", "horovodrun")
 CLUE_WORDS: dict[str, tuple[str, ...]] = {
     "ofi_provider": ("Selected",), "efa_missing": ("provider efa", "EFA device"), "lo_iface": ("lo:", "lo<", "docker"),
     "nnodes": ("nNodes",), "nranks": ("nranks ", "nRanks "), "version": ("NCCL version",),
-    "gdr_off": ("Direct RDMA Disabled", "NIC distance"), "no_p2p": ("intraNodeP2pSupport",), "crash": _CRASH_WORDS,
-    "launch_hosts": _LAUNCHERS, "instance": ("platform", "xlarge", "on P", "Standard_ND"), "launch_np": _LAUNCHERS,
+    "gdr_off": ("Direct RDMA Disabled", "NIC distance"), "gdr_on": ("RDMA Enabled for GPU",), "net_edge": ("via NET/",),
+    "no_p2p": ("intraNodeP2pSupport",), "crash": _CRASH_WORDS,
+    "iteration": ("img/sec per",), "launch_hosts": _LAUNCHERS, "instance": ("platform", "xlarge", "on P", "Standard_ND"), "launch_np": _LAUNCHERS,
     "setup_done": ("COMPLETE", "Connected all", "coll channels"), "run_header": ("nGpus",), "rank_line": ("Pid",),
+    "edge_line": (" -> ",),
     "row": (),  # a row holds no word: tried on lines that start like one (_ROW_START)
 }
 _CLUE_ANY = re.compile("|".join(sorted(map(re.escape, {w for ws in CLUE_WORDS.values() for w in ws} | {"NCCL_"}))))
@@ -117,6 +131,7 @@ class Evidence:
     affinity: list[Affinity] = field(default_factory=list)
     gpus: set[str] = field(default_factory=set)  # GPU models named by nccl-tests' rank lines
     clues: dict[str, list[Clue]] = field(default_factory=dict)  # CLUES key -> every line of that shape
+    topology: list[Dump] = field(default_factory=list)  # NCCL's topology dumps (topology.py)
 
     def all(self, key: str) -> list[Clue]:
         return self.clues.get(key, [])
@@ -131,6 +146,7 @@ class Evidence:
         self.gpus |= other.gpus
         for key, found in other.clues.items():
             self.clues.setdefault(key, []).extend(found)
+        self.topology += other.topology
 
 
 class Reader:
@@ -139,6 +155,7 @@ class Reader:
     def __init__(self, name: str, limit: int = EVIDENCE_BYTES) -> None:
         self.evidence = Evidence()
         self._name = name
+        self._topology = TopologyReader(name)
         self._left = limit  # bytes still to read
         self._carry = b""  # the start of a line the last block cut
         self._number = 0  # lines read so far
@@ -175,12 +192,14 @@ class Reader:
             self._lines(self._carry)
             self._carry = b""
         self._left = 0
+        self.evidence.topology = self._topology.dumps
         return self.evidence
 
     def _lines(self, data: bytes) -> None:
         for n, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), self._number + 1):
             if any(k in text for k in _KEYWORDS):  # most lines of a big log carry nothing here
                 self._match(n, text)
+            self._topology.feed(n, text)
             if _CLUE_ANY.search(text):
                 self._clues(n, text)
             elif _ROW_START.match(text) and (m := CLUES["row"].search(text)):  # a row has none of the words

@@ -18,6 +18,9 @@ TOTAL = re.compile(r"Total img/sec on (\d+) (GPU|CPU)\(s\):\s*([\d.]+)\s*\+-\s*(
 TF_TOTAL = re.compile(r"total images/sec:\s*([\d.]+)")
 ITER = re.compile(r"Iter #(\d+):\s*([\d.]+) img/sec per (GPU|CPU)|^\s*(\d+)\s+images/sec:\s*([\d.]+)")
 NUMBER_OF = re.compile(r"^Number of (GPU|CPU)s: (\d+)\s*$")
+# horovodrun's own lines when a worker fails (runner/gloo_run.py, elastic/driver.py): its output, even without a rate
+EXITED = re.compile(r"^\s*Process (\d+) exit with status code (-?\d+)")
+STOPPED = re.compile(r"failure count == (\d+) -> stop running")
 LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|orterun|horovodrun)(?:\.\w+)?\s(?:.*?\s)??(?:-np|-n|--np|-c)\s+(\d+)\b")
 
 
@@ -33,11 +36,15 @@ class HorovodState:
         self.np_at_total: int | None = None  # the launcher -np in force when the totals were printed
         self.iters = 0  # per-iteration lines since the last summary
         self.last_iter: float | None = None  # the rate of the last one
+        self.exits: list[tuple[int, int]] = []  # (process, status) horovodrun said a worker exited with, non-zero
+        self.stopped: int | None = None  # the failure count at which elastic horovodrun stopped the job
         self.seen = False
 
     def feed(self, text: str) -> None:
         if "/sec" in text:
             self._rates(text)
+        elif "exit with status code" in text or "-> stop running" in text:
+            self._failed(text)
         elif "Number of " in text:
             m = NUMBER_OF.search(text.strip())
             if m:
@@ -46,6 +53,14 @@ class HorovodState:
             m = LAUNCHER.search(text)
             if m:
                 self.np = int(m.group(1))
+
+    def _failed(self, text: str) -> None:
+        if m := EXITED.search(text):
+            if int(m.group(2)) != 0:
+                self.exits.append((int(m.group(1)), int(m.group(2))))
+                self.seen = True
+        elif m := STOPPED.search(text):
+            self.stopped, self.seen = int(m.group(1)), True
 
     def _rates(self, text: str) -> None:
         if "Iter #" in text or ("images/sec:" in text and "total" not in text):
@@ -86,4 +101,7 @@ class HorovodState:
                 "ranks": ranks, "ranks_source": source, "launcher_np": launcher,
                 # a run after the last summary that printed iterations and no summary of its own (cut, or stopped)
                 "unfinished": {"iterations": self.iters, "last_img_sec": self.last_iter, "launcher_np": self.np}
-                if self.iters else None}
+                if self.iters else None,
+                # the workers horovodrun said exited non-zero, and whether elastic mode then stopped the job
+                "failed": {"exits": [{"process": p, "status": c} for p, c in self.exits], "stopped_at": self.stopped}
+                if self.exits or self.stopped is not None else None}

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from hpcbench.parse.cuts import cut_transport
 from hpcbench.parse.prefixes import Line
 from hpcbench.vocab import LINK_LAYERS, NET_IB, NET_ROCE, NET_SOCKET
 
@@ -222,6 +223,8 @@ class NcclState:
     def _edge(self, ln: Line) -> None:
         msg = ln.msg
         m = EDGE.search(msg)
+        if m and cut_transport(m.group(5)):
+            return  # said as 'could not read' by the check that reads the lines (checks.py)
         if m:
             ch, a, b, direction, raw = m.groups()
             self._transport(raw)

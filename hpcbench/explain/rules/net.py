@@ -8,8 +8,6 @@ named as it is (IB, RoCE, Socket, a plugin).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hpcbench.explain.context import Context
 from hpcbench.findings import Finding
 from hpcbench.parse.checks import DISABLES, check_point, env_findings, verdict
@@ -21,6 +19,7 @@ _SHOWN_BY = {"socket-with-ib": ("socket", "ib_device"), "shm-not-p2p": ("shm",),
 _KEYS = {"socket-with-ib": ("keys:", ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE"), ""),
          "shm-not-p2p": ("keys:", ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"), ""),
          "ib-without-gdrdma": ("key:", ("NCCL_NET_GDR_LEVEL",), ""), "no-nccl-lines": ("key:", ("NCCL_DEBUG",), ""),
+         "gdr-topology": ("keys:", ("NCCL_NET_GDR_LEVEL", "NCCL_IB_HCA"), ""),
          "nccl-warn": ("for more of NCCL's reasons, set", ("NCCL_DEBUG_SUBSYS",), ' = "ALL"')}
 
 
@@ -61,9 +60,7 @@ def env_disables(ctx: Context) -> list[Finding]:
     """An NCCL_* variable that turns a transport or feature off (P2P, IB, SHM, NET, GDR level 0), set in the
     ranks' environment or said by NCCL's own line."""
     env = {name: (value, where) for name in DISABLES for value, where in [ctx.env(name)] if value is not None}
-    return [replace(f, fix=f"unset {ctx.key('env', name)} unless this study is about it (then it is an axis, "
-                              f"[matrix.env] {name}, and fine)")
-            for f in env_findings(env, ctx.name) for name in [f.claim.split("=", 1)[0]]]
+    return env_findings(env, ctx.name, lambda name: ctx.key("env", name), axis=True)
 
 
 def unused_features(ctx: Context) -> list[Finding]:
@@ -91,3 +88,8 @@ def unused_features(ctx: Context) -> list[Finding]:
 RULES = (log_checks, network, env_disables, unused_features)
 ORDER = 10  # transports first: what the run used is the first thing to know
 ON_LOGS_ALONE = True  # a log of NCCL lines only is evidence about transports
+# A GPU whose nearest NIC is beyond NCCL_NET_GDR_LEVEL sends without GPUDirect RDMA: its edges show no GDRDMA, and
+# its network data is staged through host memory; a variable that takes a transport away (or GDR from some hosts)
+# lowers the figures the same way
+EXPLAINS = {"gdr-topology": ("ib-without-gdrdma", "busbw"), "nccl-env": ("busbw", "ib-without-gdrdma", "shm-not-p2p")}
+CAVEATS = ("could-not-read",)  # what parse could not read bounds what the figures and the verdict can bear
