@@ -174,3 +174,22 @@ def test_a_probe_slow_by_chance_does_not_hide_a_bad_link() -> None:
     # a pair slow only by its latency (a busy host's small messages) does not make it a link
     slow_lat = [PairTest(a, b, (23e6,) * 3, (1.0,) * 3) for a, b in pairs]
     assert confirm(first, slow_lat, [Probe("node3", (0.5,) * 3)]).healthy
+
+
+def test_a_compute_suspects_pairs_do_not_blame_its_partners() -> None:
+    """node3 is held to 30% of its CPUs: its pairs are slow. node1-node2's small messages were slow by chance (a
+    busy host): with node3's pairs counted against them, two of their three pairs would be slow, two 'links'."""
+    four = ["node1", "node2", "node3", "node4"]
+    # two of node3's three pairs slow (its third, by chance, not): node1, node2 and node3 each have two slow pairs
+    tests = [PairTest(a, b, tuple(x * (0.5 if "node3" in (a, b) and "node4" not in (a, b) else 1)
+                                  for x in (15e6, 15.1e6, 14.9e6)),
+                      (4e-4 * (4 if {a, b} == {"node1", "node2"} else 1),) * 3, r)
+             for r, pairs in enumerate(rounds(four, 3, seed=0)) for a, b in pairs]
+    probes = [Probe(n, (0.5,) * 3 if n == "node3" else (0.3, 0.31, 0.3)) for n in four]
+    first = decide(tests, probes)
+    assert [(s.node, s.kind) for s in first.suspects] == [("node3", "compute"), ("node1", "pair")]
+    # the confirming round: node3 against healthy node4 (its pairs were slow), node1-node2 again: fine this time
+    assert confirm_pairs(first, four) == [("node3", "node4"), ("node1", "node2")]
+    v = confirm(first, [PairTest("node3", "node4", (7.5e6,) * 3, (4e-4,) * 3),
+                        PairTest("node1", "node2", (15e6,) * 3, (4e-4,) * 3)], [Probe("node3", (0.5,) * 3)])
+    assert [(s.node, s.kind) for s in v.suspects] == [("node3", "compute")]

@@ -158,7 +158,9 @@ def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
     # blamed on links. A probe slow by chance (a busy host) must not explain away a bad link: the confirming round
     # probes it again and pairs it with a healthy node, and turns it into a link (confirm).
     computed = {s.node for s in suspects}
-    links = [x for x in _links(partners, slow, set(), bw, bw_s) if x.node not in computed]
+    # a compute suspect's pairs are its own (its partners are not blamed for them); the others' shares are taken
+    # over the pairs left, so a bad link keeps its majority beside a node whose probe was slow by chance
+    links = _links(partners, slow, {p for n in computed for p in partners.get(n, [])}, bw, bw_s)
     suspects += links
     explained = {p for s in suspects for p in partners.get(s.node, [])}
     for a, b in sorted(slow - explained):
@@ -172,11 +174,12 @@ def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
 def _links(partners: dict[str, list[Pair]], slow: set[Pair], explained: set[Pair], bw: dict[Pair, float],
            bw_s: Spread) -> list[Suspect]:
     """Nodes slow with most of their partners, blamed one at a time (the most slow first) so that a bad node's
-    partners, slow only with it, are cleared by it. Shares only fall as pairs are explained, so a heap with
-    stale keys rechecked on pop gives the same order as rescanning every node each time."""
+    partners, slow only with it, are cleared by it; a node's share is over its pairs not yet explained. A heap
+    with stale keys, rechecked on pop, stands in for rescanning every node each time (counts only fall)."""
     def score(n: str) -> tuple[float, int]:
-        bad = sum(1 for p in partners[n] if p in slow and p not in explained)
-        return bad / len(partners[n]), bad
+        left = [p for p in partners[n] if p not in explained]
+        bad = sum(1 for p in left if p in slow)
+        return (bad / len(left) if left else 0.0), bad
 
     heap = [(-share, -count, n) for n in partners for share, count in [score(n)] if count >= 2]
     heapq.heapify(heap)
