@@ -138,21 +138,20 @@ def test_two_bad_nodes_of_four_are_both_found_though_five_pairs_of_six_are_slow(
     assert sorted((s.node, s.kind) for s in v.suspects) == [("node1", "link"), ("node4", "link")]
 
 
-def test_probes_of_nodes_sharing_cpus_of_one_kernel_are_run_again_apart() -> None:
-    from hpcbench.hunt.run import apart, shared_words
+def test_probes_that_shared_cpus_of_one_kernel_are_told_apart_from_real_nodes() -> None:
+    from hpcbench.hunt.run import shared_words, shares
 
     def p(node: str, host: str, *cpus: int) -> dict:
         return {"node": node, "host": host, "cpus": list(cpus), "seconds": [0.3]}
 
     # four virtual nodes on two cores of one kernel: node1/node3 on CPU 0, node2/node4 on CPU 1
-    four = [p("node1", "k", 0), p("node2", "k", 1), p("node3", "k", 0), p("node4", "k", 1)]
-    assert apart(four) == [["node1", "node2"], ["node3", "node4"]]
+    four = [p("node3", "k", 0), p("node2", "k", 1), p("node1", "k", 0), p("node4", "k", 1)]
+    assert shares(four[0], four[2]) and not shares(four[0], four[1])
     assert shared_words(four) == "node1, node3 share CPU 0 of one host; node2, node4 share CPU 1 of one host"
-    # the same CPU numbers on different kernels (real nodes), or a node of its own: probed together
-    assert apart([p("a", "k1", 0), p("b", "k2", 0)]) == []
-    assert apart([p("a", "k", 0), p("b", "k", 0, 1), p("c", "k", 2)]) == [["a"], ["b"]]
-    # a probe from an older hpcbench, with no host: nothing to tell, nothing rerun
-    assert apart([{"node": "a", "seconds": [1.0]}, {"node": "b", "seconds": [1.0]}]) == []
+    # the same CPU numbers on different kernels (real nodes); a probe from an older hpcbench, with no host
+    assert not shares(p("a", "k1", 0), p("b", "k2", 0))
+    assert not shares({"node": "a", "seconds": [1.0]}, {"node": "b", "seconds": [1.0]})
+
 
 
 def test_a_probe_slow_by_chance_does_not_hide_a_bad_link() -> None:

@@ -1,7 +1,7 @@
 """`hpcbench hunt` on a 4-node namespaced minicluster with shaped links (a cluster of its own, in a tmp folder,
 beside the suite's): healthy hunts name no one; a node whose link is cut to a fifth is found as a link problem;
 a node held to 30% of its CPUs is found as a compute problem (its four nodes share the host's two cores, so their
-probes run one node at a time); two bad nodes at once are both found; and a sweep given the hunt's
+probes take turns); two bad nodes at once are both found; and a sweep given the hunt's
 record keeps every rank off the suspects."""
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_hunts_find_the_degraded_nodes_of_a_namespaced_cluster(cli, tmp_path):
         mc("degrade", "node3", "--cpu", "0.3")
         rc, doc, out = hunt("cpu")
         assert rc == 1 and found(doc) == [("node3", "compute")], out
-        assert "node1, node2, node3, node4 share CPUs 0,1 of one host: probed again apart, in 4 batches" in out, out
+        assert "compute probes: node1, node2, node3, node4 share CPUs 0,1 of one host: probed one at a time" in out, out
         mc("restore", "node3")
 
         # Two bad nodes at once, both found.

@@ -3,7 +3,7 @@
 The hunt pays one queue wait: it takes the allocation it runs in (SLURM_JOB_ID), or makes one with
 ``salloc --no-shell`` (the nodes named, or a count in a partition) and releases it at the end. Each round
 starts every pair's step at once (``srun --jobid J --nodelist a,b``, disjoint nodes) plus, in round 0, one
-compute probe per node (after the pairs; nodes sharing CPUs of one kernel are probed again apart); round 0 is
+compute probe per node (after the pairs; nodes sharing CPUs of one kernel take turns); round 0 is
 the test over all nodes, and the hunt stops there when it is healthy.
 """
 
@@ -120,7 +120,6 @@ class Runner:
         self.module = [s.python, "-m", "hpcbench.workloads.pairtest"]
         self.failures: list[str] = []
         self.notes: list[str] = []
-        self._why = ""
         self.timeout = 120 + 30 * s.repeats * s.iters
 
     def pairs(self, pairs: Sequence[Pair], rnd: int) -> list[PairTest]:
@@ -142,44 +141,23 @@ class Runner:
         return [t for t in done if t is not None]
 
     def probes(self, nodes: Sequence[str]) -> list[Probe]:
-        """One probe per node, all at once; then again, in batches, the nodes that share CPUs of one kernel
-        (virtual nodes, such as the minicluster's beyond its cores): probed together they measure each other."""
-        got = self._probe_step(nodes)
-        batches = apart(got)
-        if batches:
-            self.notes.append(f"compute probes: {shared_words(got)}: probed again apart, in {len(batches)} "
-                              f"batches ({'; '.join(', '.join(b) for b in batches)})")
-            again = {p["node"]: p for b in batches for p in self._probe_step(b)}
-            got = [again.get(p["node"], p) for p in got]
-        lost = sorted(set(nodes) - {p["node"] for p in got})
-        if lost:
-            self.failures.append(f"probe on {', '.join(lost)}: {self._why or 'no figure printed'}")
-        return [Probe(p["node"], tuple(p["seconds"])) for p in got]
-
-    def _probe_step(self, nodes: Sequence[str]) -> list[dict[str, Any]]:
+        """One compute probe per node, in one step. Probes of nodes sharing CPUs of one kernel take turns
+        (pairtest._own_cpus): together they would measure each other; the hunt says so."""
         ran = _step(self.alloc, nodes, [*self.module, "probe", "--repeats", str(self.s.repeats)], self.env,
                     self.timeout)
-        self._why = ran.why()
-        return [r for r in _records(ran) if r.get("kind") == "probe"]
+        got = [r for r in _records(ran) if r.get("kind") == "probe"]
+        if any(shares(p, q) for p in got for q in got if q is not p):
+            self.notes.append(f"compute probes: {shared_words(got)}: probed one at a time")
+        lost = sorted(set(nodes) - {p["node"] for p in got})
+        if lost:
+            self.failures.append(f"probe on {', '.join(lost)}: {ran.why() or 'no figure printed'}")
+        return [Probe(p["node"], tuple(p["seconds"])) for p in got]
 
 
-def _shares(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def shares(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two probes ran on CPUs in common of one kernel."""
     return bool(a.get("host")) and a.get("host") == b.get("host") and bool(set(a.get("cpus") or ())
                                                                            & set(b.get("cpus") or ()))
-
-
-def apart(probes: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """Batches of the nodes to probe again so that no two in a batch share a CPU of one kernel (greedy
-    colouring, in node order); [] when no two nodes share one."""
-    clash = [p for p in probes if any(_shares(p, q) for q in probes if q is not p)]
-    batches: list[list[dict[str, Any]]] = []
-    for p in sorted(clash, key=lambda r: str(r["node"])):
-        home = next((b for b in batches if not any(_shares(p, q) for q in b)), None)
-        if home is None:
-            batches.append([p])
-        else:
-            home.append(p)
-    return [[str(p["node"]) for p in b] for b in batches]
 
 
 def shared_words(probes: Sequence[dict[str, Any]]) -> str:
@@ -188,7 +166,7 @@ def shared_words(probes: Sequence[dict[str, Any]]) -> str:
     for p in probes:
         groups.setdefault((str(p.get("host")), tuple(p.get("cpus") or ())), []).append(str(p["node"]))
     said = [f"{', '.join(sorted(n))} share CPU{'s' * (len(cpus) > 1)} {','.join(map(str, cpus))} of one host"
-            for (_, cpus), n in sorted(groups.items(), key=lambda kv: kv[1]) if len(n) > 1]
+            for (_, cpus), n in sorted(groups.items(), key=lambda kv: sorted(kv[1])) if len(n) > 1]
     return "; ".join(said) or "nodes of one host share CPUs"
 
 

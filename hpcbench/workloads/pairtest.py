@@ -7,7 +7,7 @@
 (bytes moved / time, both directions), and the latency of a small (8-byte) allreduce; one figure per repeat,
 after one untimed warm-up. The rendezvous is MASTER_ADDR/MASTER_PORT, which the hunt sets per step: a step of
 a larger allocation sees the job's node list, not its own. ``probe`` (one rank per node): a fixed compute step
-on one thread (a float32 matmul), so that a node's slow compute is told apart from its slow link.
+on one thread (a pure-Python integer loop), so that a node's slow compute is told apart from its slow link.
 
 Each rank that reports prints one JSON line, prefixed with ``hpcbench-hunt:``, on stdout.
 """
@@ -15,10 +15,15 @@ Each rank that reports prints one JSON line, prefixed with ``hpcbench-hunt:``, o
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import socket
+import tempfile
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 PREFIX = "hpcbench-hunt:"
@@ -32,23 +37,43 @@ def _node() -> str:
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
-def probe(repeats: int, size: int = 384, inner: int = 200) -> dict[str, Any]:
+def probe(repeats: int, inner: int = 3_500_000) -> dict[str, Any]:
     # About 0.3 s on a core: several of the kernel's 100 ms CFS periods, so that a CPU quota shows in full (at
-    # 30 ms a repeat, a 30% quota slowed the step 1x to 6x depending on where the periods fell).
-    import torch
-
-    torch.set_num_threads(1)
-    a = torch.rand(size, size)
+    # 30 ms a repeat, a 30% quota slowed the step 1x to 6x depending on where the periods fell). Pure Python on
+    # one thread: nothing to import, so a probe that takes its turn (_own_cpus) is not disturbed by the others
+    # starting up (torch's import is seconds of CPU).
     out = []
-    for i in range(repeats + 1):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            a = torch.tanh(a @ a)  # tanh keeps the values bounded over the iterations
-        if i:  # the first is the warm-up
-            out.append(time.perf_counter() - t0)
-    # where it ran: nodes of one kernel whose CPUs overlap are probed apart (hunt/run.py)
-    return {"kind": "probe", "node": _node(), "seconds": out, "host": _boot_id(),
-            "cpus": sorted(os.sched_getaffinity(0))}
+    cpus = sorted(os.sched_getaffinity(0))
+    asked = time.perf_counter()
+    with _own_cpus(cpus):
+        waited = time.perf_counter() - asked
+        for i in range(repeats + 1):
+            t0 = time.perf_counter()
+            _spin(inner)
+            if i:  # the first is the warm-up
+                out.append(time.perf_counter() - t0)
+    return {"kind": "probe", "node": _node(), "seconds": out, "host": _boot_id(), "cpus": cpus,
+            "waited_s": waited}
+
+
+def _spin(n: int) -> int:
+    x = 0
+    for i in range(n):
+        x = (x * 31 + i) & 0xFFFFFFFF
+    return x
+
+
+@contextlib.contextmanager
+def _own_cpus(cpus: list[int]) -> Iterator[None]:
+    """Hold a lock per CPU of this kernel (files in /dev/shm, which is the kernel's), taken in order: probes of
+    nodes that share CPUs of one host (virtual nodes, as the minicluster's beyond its cores) run one at a time
+    instead of measuring each other; on real nodes nothing is shared and nothing waits."""
+    where = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+    with contextlib.ExitStack() as held:
+        for c in cpus:
+            f = held.enter_context(open(where / f"hpcbench-probe-cpu{c}.lock", "a"))
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def _boot_id() -> str:
