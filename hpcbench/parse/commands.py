@@ -74,7 +74,10 @@ def _dumps(docs: list[dict[str, Any]]) -> str:
         n = d.get("nccl")
         if n and n.get("edges"):
             mark = f"\0edges{len(edges)}\0"  # no parsed text holds NUL (decode drops it)
-            edges[json.dumps(mark)] = "[\n    " + ",\n    ".join(json.dumps(e) for e in n["edges"]) + "\n   ]"
+            # one encoder call for the whole list (one per edge cost 4 us each): '}, {"' is found only between
+            # two edges, as a string in JSON holds no bare '"'
+            listed = json.dumps(n["edges"])
+            edges[json.dumps(mark)] = "[\n    " + listed[1:-1].replace('}, {"', '},\n    {"') + "\n   ]"
             d = {**d, "nccl": {**n, "edges": mark}}
         slim.append(d)
     out = json.dumps(slim, indent=1)

@@ -73,9 +73,9 @@ def compiled_messages() -> _scan.Messages | None:
 
 
 # In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line
-# path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes):
-# the first line of a new message; ('nranks', n) from new init lines; ('warns', {message: n}): n more copies
-# of WARNs read before (last).
+# path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes,
+# bare): the first line of a new message, a plain line (known.py) that starts with its host when bare;
+# ('nranks', n) from new init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
 Parts = list[tuple]
 
 
@@ -116,12 +116,13 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     taken = {s for s, _, _ in others}
     if joined:
         fresh = _unjoined(buf, joined, fresh, new, last, taken, seen)
+    bare = known.window is not None  # the plain lines start with their host: no launcher tag or time stamp
     events = sorted([(s, "line", line, pred) for s, line, pred in others]
-                    + [(s, "fresh", line, -1) for s, line in fresh if s not in taken])
+                    + [(s, "fresh", line, bare) for s, line in fresh if s not in taken])
     parts: Parts = [("text", buf[lo:first])]
     if nranks is not None:
         parts.append(("nranks", nranks))
-    parts += [(kind, line, pred) if kind == "line" else (kind, line) for _, kind, line, pred in events]
+    parts += [(kind, line, x) for _, kind, line, x in events]
     warns = _warn_copies(msgs, new, seen, [line for s, _, line, _ in events if s <= last])
     if warns:
         parts.append(("warns", warns))

@@ -118,6 +118,10 @@ def normalise(raw: str) -> str:
 class NcclState:
     """Accumulates facts line by line; ``result()`` gives the issue's ``nccl`` object."""
 
+    # A line with no NCCL prefix or marker (a training's print) that holds none of these changes nothing here
+    # (_facts tests each first); the scanner reads such lines once per distinct text. tests/test_parse_marks.py
+    MARKS = ("CCL version", "via", "Using", "NET/IB", "anks ", "nvls", "NVLS", "ollNet", "ollnet")
+
     def __init__(self) -> None:
         self.seen = False
         self.version: str | None = None
@@ -222,7 +226,7 @@ class NcclState:
 
     def _edge(self, ln: Line) -> None:
         msg = ln.msg
-        m = EDGE.search(msg)
+        m = EDGE.match(msg) or EDGE.search(msg)  # the same match: a search tries the start first
         if m and cut_transport(m.group(5)):
             return  # said as 'could not read' by the check that reads the lines (checks.py)
         if m:
@@ -231,20 +235,23 @@ class NcclState:
             src, chan, t = int(a), int(ch), normalise(raw)
             dst = None if b is None else int(b)
             key = (src, -1 if dst is None else dst, chan, t)
-            if key not in self.edges:
+            edges = self.edges
+            if key not in edges:
                 if t.startswith("NET/"):  # the network of transport lines: the one with most edges
                     name = t[4:].removesuffix("/GDRDMA")
                     self.net_counts[name] = self.net_counts.get(name, 0) + 1
                 if dst is None:
-                    self.edges[key] = {}  # counted, not listed: a line with no peer is no edge
+                    edges[key] = {}  # counted, not listed: a line with no peer is no edge
                     return
-                self.edges[key] = {"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw,
-                                   "host": ln.host, "scope": None, "_dir": direction}
+                edges[key] = {"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw,
+                              "host": ln.host, "scope": None, "_dir": direction}
             # The rank that printed it runs on this host. Only the first copy of a message counts: a
             # later copy (another communicator, maybe on another host) adds nothing the fast path reads.
-            if dst is not None and m.group(0) not in self._edge_msgs and len(self._edge_msgs) < EDGE_MSGS_MAX:
-                self._edge_msgs.add(m.group(0))
-                self.rank_on(dst if direction == "receive" else src, ln.host)
+            seen = self._edge_msgs
+            if dst is not None and (whole := m.group(0)) not in seen and len(seen) < EDGE_MSGS_MAX:
+                seen.add(whole)
+                if ln.host:
+                    self.rank_hosts.setdefault(dst if direction == "receive" else src, set()).add(ln.host)
             return
         m = COLL_EDGE.search(msg)
         if m:

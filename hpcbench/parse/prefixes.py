@@ -130,6 +130,16 @@ def clean(text: str) -> Line:
     return _split_marker(line, text)
 
 
+def clean_plain(text: str) -> Line:
+    """``clean(text)`` for a line the fast path found plain, with no launcher tag or time stamp (known.py): a
+    host, ":pid:tid [dev] ", one "NCCL INFO" or "NCCL WARN" and a blank, and a message that starts with no
+    second prefix. Cut by position, not read by regexes: a 1024-rank job's first communicator is ~18,000
+    such lines, each new (tests/test_logs_fastpath.py compares the two on every plain line of the corpus)."""
+    text = text.rstrip()
+    k = text.index("NCCL ")
+    return Line(text=text, host=_host(text[:text.index(":")]), level=text[k + 5:k + 9], msg=text[k + 10:])
+
+
 def _peeled(text: str) -> Line:
     """Launcher labels, timestamps and paste marks off the front; the rank and tag they name."""
     rank = tag = None

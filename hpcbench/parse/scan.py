@@ -11,18 +11,22 @@ Two ways through a chunk, giving the same facts:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from hpcbench.parse import fastpath, parallel, results
 from hpcbench.parse.horovod import HorovodState
 from hpcbench.parse.nccl import NcclState
 from hpcbench.parse.nccltests import NcclTestsState
-from hpcbench.parse.prefixes import MPI_TAG, clean, continues, decode, split_mid_line_tags
+from hpcbench.parse.prefixes import MPI_TAG, Line, clean, clean_plain, continues, decode, split_mid_line_tags
 
 CHUNK = 2 << 20  # passes over a chunk this size hit the CPU cache: ~15% faster than 8 MiB
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
 FAST_MIN = 512 << 10  # smaller chunks always take the line path
 PARALLEL_MIN = 64 << 20  # smaller files are read by one process (starting workers costs ~0.1 s)
+PRINTS_MAX, PRINT_MAX = 4096, 512  # distinct prints remembered, and the longest remembered (memory stays bounded)
+# A print that holds none of these changes nothing in the readers of prints other than NcclState
+_OTHER_MARKS = NcclTestsState.MARKS + HorovodState.MARKS + results.Summaries.MARKS
 
 
 class Scanner:
@@ -34,6 +38,7 @@ class Scanner:
         self.summaries = results.Summaries()
         self.warnings: list[str] = []
         self.tags: dict[str, None] = {}
+        self._prints: dict[str, tuple[Line, tuple[Callable[[Line, str], None], ...]]] = {}
         self._pending: str | None = None
         self._before = 0  # length of the line before the pending one (hard-wrap test)
         self._seen = fastpath.Seen()  # NCCL messages already read (fast path)
@@ -64,18 +69,47 @@ class Scanner:
             self._process(text)
 
     def _process(self, text: str) -> None:
-        ln = clean(text)
-        if ln.tag:
-            self.tags[ln.tag] = None
+        got = self._prints.get(text)
+        if got is None:
+            ln = clean(text)
+            if ln.tag:
+                self.tags[ln.tag] = None
+            if ln.host or ln.level or ln.tag or len(text) > PRINT_MAX:
+                self._read(ln, text)
+                return
+            got = self._print(ln, text)
+        ln, readers = got
+        for read in readers:
+            read(ln, text)
+
+    def _read(self, ln: Line, text: str) -> None:
+        """What every reader takes from the cleaned line ``ln`` of ``text``."""
         self.nccl.feed(ln)
         if ln.level is None:
-            self.tests.feed(ln.text)
-            self.horovod.feed(ln.text)
-            self.summaries.feed(ln.text)
-            if results.MARK in text:
-                rec = results.from_line(ln.text, self.warnings)
-                if rec is not None:
-                    self.records.append(rec)
+            self._others(ln, text)
+
+    def _others(self, ln: Line, text: str) -> None:
+        self.tests.feed(ln.text)
+        self.horovod.feed(ln.text)
+        self.summaries.feed(ln.text)
+        if results.MARK in text:
+            rec = results.from_line(ln.text, self.warnings)
+            if rec is not None:
+                self.records.append(rec)
+
+    def _print(self, ln: Line, text: str) -> tuple[Line, tuple[Callable[[Line, str], None], ...]]:
+        """A line with no NCCL prefix, marker or launcher tag (a training's print), and the readers it can change
+        (those whose MARKS it holds), kept for its next copies: a job prints the same lines again and again."""
+        readers: list[Callable[[Line, str], None]] = []
+        if any(k in ln.text for k in NcclState.MARKS):
+            readers.append(lambda ln, _: self.nccl.feed(ln))
+        if any(k in ln.text for k in _OTHER_MARKS) or results.MARK in text:
+            readers.append(self._others)
+        got = (ln, tuple(readers))
+        if len(self._prints) >= PRINTS_MAX:
+            self._prints.clear()
+        self._prints[text] = got
+        return got
 
     # ---- chunks ----------------------------------------------------------------------------
     def feed_chunk(self, chunk: bytes) -> None:
@@ -109,7 +143,11 @@ class Scanner:
             else:  # the first line of a new message: no line before it continues, none after (fastpath checked)
                 self.lines += 1
                 self.flush()
-                for seg in split_mid_line_tags(decode(part[1])):
+                segs = split_mid_line_tags(decode(part[1]))
+                if part[2] and len(segs) == 1:  # the line as it is, its prefix cut by position
+                    self._read(clean_plain(segs[0]), segs[0])
+                    continue
+                for seg in segs:
                     self._process(seg)
 
     def _line_path(self, block: bytes) -> None:
