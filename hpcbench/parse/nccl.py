@@ -299,21 +299,22 @@ class NcclState:
             transports.add("NVLS")
         if self.collnet:
             transports.add("CollNet")
+        one = {r: next(iter(hs)) for r, hs in self.rank_hosts.items() if len(hs) == 1}  # host_of, once per rank
         edges = []
-        for stored in self.edges.values():
+        # by channel, src, dst, transport: the order of the keys (src, dst, channel, transport), which are unique
+        for (src, dst, _, t), stored in sorted(self.edges.items(), key=lambda kv: (kv[0][2], *kv[0][:2], kv[0][3])):
             if not stored:
                 continue
             e = dict(stored)
             direction = e.pop("_dir")
-            hs, hd = self.host_of(e["src"]), self.host_of(e["dst"])
+            hs, hd = one.get(src), one.get(dst)
             if hs and hd:
                 e["scope"] = "intra" if hs == hd else "inter"
-            elif direction and e["transport"].startswith("NET/"):
+            elif direction and t.startswith("NET/"):
                 e["scope"] = "inter"
-            elif e["transport"].startswith(INTRA_ONLY):
+            elif t.startswith(INTRA_ONLY):
                 e["scope"] = "intra"
             edges.append(e)
-        edges.sort(key=lambda e: (e["channel"], e["src"], e["dst"], e["transport"]))
         network, source = self.network()
         link = "+".join(self._link_layers()) or None
         return {

@@ -25,8 +25,7 @@ MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB l
 FAST_MIN = 512 << 10  # smaller chunks always take the line path
 PARALLEL_MIN = 64 << 20  # smaller files are read by one process (starting workers costs ~0.1 s)
 PRINTS_MAX, PRINT_MAX = 4096, 512  # distinct prints remembered, and the longest remembered (memory stays bounded)
-# A print that holds none of these changes nothing in the readers of prints other than NcclState
-_OTHER_MARKS = NcclTestsState.MARKS + HorovodState.MARKS + results.Summaries.MARKS
+Reader = Callable[[Line, str], None]  # takes a cleaned line and its text
 
 
 class Scanner:
@@ -38,7 +37,14 @@ class Scanner:
         self.summaries = results.Summaries()
         self.warnings: list[str] = []
         self.tags: dict[str, None] = {}
-        self._prints: dict[str, tuple[Line, tuple[Callable[[Line, str], None], ...]]] = {}
+        # the readers of lines with no NCCL marker, each with the marks a line must hold to change it
+        self._marked: list[tuple[Reader, tuple[str, ...]]] = [
+            (lambda ln, _: self.nccl.feed(ln), NcclState.MARKS),
+            (lambda ln, _: self.tests.feed(ln.text), NcclTestsState.MARKS),
+            (lambda ln, _: self.horovod.feed(ln.text), HorovodState.MARKS),
+            (lambda ln, _: self.summaries.feed(ln.text), results.Summaries.MARKS)]
+        self._readers = [read for read, _ in self._marked[1:]] + [self._records]
+        self._prints: dict[str, tuple[Line, tuple[Reader, ...]]] = {}
         self._pending: str | None = None
         self._before = 0  # length of the line before the pending one (hard-wrap test)
         self._seen = fastpath.Seen()  # NCCL messages already read (fast path)
@@ -86,26 +92,22 @@ class Scanner:
         """What every reader takes from the cleaned line ``ln`` of ``text``."""
         self.nccl.feed(ln)
         if ln.level is None:
-            self._others(ln, text)
+            for read in self._readers:
+                read(ln, text)
 
-    def _others(self, ln: Line, text: str) -> None:
-        self.tests.feed(ln.text)
-        self.horovod.feed(ln.text)
-        self.summaries.feed(ln.text)
+    def _records(self, ln: Line, text: str) -> None:
         if results.MARK in text:
             rec = results.from_line(ln.text, self.warnings)
             if rec is not None:
                 self.records.append(rec)
 
-    def _print(self, ln: Line, text: str) -> tuple[Line, tuple[Callable[[Line, str], None], ...]]:
+    def _print(self, ln: Line, text: str) -> tuple[Line, tuple[Reader, ...]]:
         """A line with no NCCL prefix, marker or launcher tag (a training's print), and the readers it can change
         (those whose MARKS it holds), kept for its next copies: a job prints the same lines again and again."""
-        readers: list[Callable[[Line, str], None]] = []
-        if any(k in ln.text for k in NcclState.MARKS):
-            readers.append(lambda ln, _: self.nccl.feed(ln))
-        if any(k in ln.text for k in _OTHER_MARKS) or results.MARK in text:
-            readers.append(self._others)
-        got = (ln, tuple(readers))
+        readers = tuple(read for read, marks in self._marked if any(k in ln.text for k in marks))
+        if results.MARK in text:
+            readers += (self._records,)
+        got = (ln, readers)
         if len(self._prints) >= PRINTS_MAX:
             self._prints.clear()
         self._prints[text] = got
