@@ -11,7 +11,9 @@
  *     "NCCL WARN" + blank, to the end of the line. A message not read before is added to the set and
  *     handed back with its line's bounds; a message with a "volatile" start (init lines, which differ per
  *     communicator) is handed back unless add_inits was given one that differs from it only in the digits
- *     of its 0x numbers; every WARN is also handed back, each copy.
+ *     of its 0x numbers; every WARN is also handed back, each copy;
+ *   - with a width, a line with no tag that the line path reads alone (own_print: a training's print, which
+ *     continues no line and is continued by none) is handed back as a print, in no run of windows.
  * The set keeps a copy of each message and compares bytes, so a hash collision never hides a message. */
 
 #define PY_SSIZE_T_CLEAN
@@ -22,7 +24,7 @@
 #include <limits.h>
 #include <string.h>
 
-#define ABI 3 /* fastpath.py refuses a build of another version (a stale in-place build) */
+#define ABI 4 /* fastpath.py refuses a build of another version (a stale in-place build) */
 #define NPREFIX 64
 
 typedef struct {
@@ -67,8 +69,9 @@ typedef struct {
     char *scratch;
     size_t scratch_cap;
     PyObject *keep; /* the prefix bytes objects, alive as long as this object */
-    Prefix facts[NPREFIX], volatiles[NPREFIX];
-    int nfacts, nvolatiles;
+    Prefix facts[NPREFIX], volatiles[NPREFIX], own[NPREFIX];
+    int nfacts, nvolatiles, nown;
+    Py_ssize_t wrap; /* prefixes.WRAP_MIN: a shorter line was not cut by a terminal (0: not known) */
     uint64_t by_first[256]; /* the facts (bits) that a message's first byte may start */
 } Messages;
 
@@ -368,15 +371,19 @@ static int set_init(Set *m, Py_ssize_t max_entries, Py_ssize_t max_bytes) {
 }
 
 static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
-    static char *names[] = {"facts", "volatiles", "max_entries", "max_bytes", NULL};
-    PyObject *facts, *volatiles;
+    static char *names[] = {"facts", "volatiles", "max_entries", "max_bytes", "own", "wrap", NULL};
+    PyObject *facts, *volatiles, *own = NULL;
     Py_ssize_t me, mb;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn", names, &facts, &volatiles, &me, &mb)) return -1;
+    self->wrap = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn|On", names, &facts, &volatiles, &me, &mb, &own, &self->wrap))
+        return -1;
     if (set_init(&self->msgs, me, mb) < 0 || set_init(&self->inits, me, mb) < 0) return -1;
     Py_XSETREF(self->keep, PyList_New(0));
     if (!self->keep) return -1;
     if (load_prefixes(facts, self->facts, &self->nfacts, self->keep) < 0) return -1;
     if (load_prefixes(volatiles, self->volatiles, &self->nvolatiles, self->keep) < 0) return -1;
+    self->nown = 0;
+    if (own && load_prefixes(own, self->own, &self->nown, self->keep) < 0) return -1;
     memset(self->by_first, 0, sizeof self->by_first);
     for (int i = 0; i < self->nfacts; i++) {
         unsigned char c = (unsigned char)self->facts[i].s[0];
@@ -555,12 +562,146 @@ static const char *line_end(const char *p, const char *end, int *bad, const char
 }
 #endif
 
+static int letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+
+/* the first k[0:n] in [s, e), or NULL */
+static const char *holds_at(const char *s, const char *e, const char *k, size_t n) {
+    for (const char *p = s; (size_t)(e - p) >= n && (p = memchr(p, k[0], (size_t)(e - p) - n + 1)) != NULL; p++)
+        if (memcmp(p, k, n) == 0) return p;
+    return NULL;
+}
+
+static int holds(const char *s, const char *e, const char *k, size_t n) { return holds_at(s, e, k, n) != NULL; }
+
+/* prefixes._OWN_LINE.match: "step 1", "Iter #2", "loss=", "Epoch ", "$ ", "===" */
+static int own_shape(const char *s, const char *e) {
+    size_t n = (size_t)(e - s);
+    if (n >= 2 && (s[0] == '$' || s[0] == '>') && s[1] == ' ') return 1;
+    if (n >= 3 && (s[0] == '=' || s[0] == '*' || s[0] == '-') && s[1] == s[0] && s[2] == s[0]) return 1;
+    const char *p = s;
+    while (p < e && letter(*p)) p++;
+    if (p > s && p < e && *p == ' ') { /* [A-Za-z]+ #?\d */
+        const char *q = p + 1;
+        if (q < e && *q == '#') q++;
+        if (q < e && *q >= '0' && *q <= '9') return 1;
+    }
+    if (p - s >= 2 && p < e && (*p == ':' || *p == '=')) return 1; /* [A-Za-z]{2,}[:=] */
+    if (n >= 3 && s[0] >= 'A' && s[0] <= 'Z') { /* [A-Z][a-z]+ and a blank */
+        for (p = s + 1; p < e && *p >= 'a' && *p <= 'z'; p++) {}
+        if (p > s + 1 && p < e && *p == ' ') return 1;
+    }
+    return 0;
+}
+
+static int word(char c) { return letter(c) || (c >= '0' && c <= '9') || c == '_'; }
+static int blank(char c) { return c == ' ' || c == '\t'; }
+
+/* printable ASCII or tabs only: the line path's decode leaves such a line as it is, and \s is a blank in it */
+static int printable(const char *s, const char *e) {
+    for (const char *p = s; p < e; p++)
+        if (*p != '\t' && (*p < 0x20 || *p > 0x7e)) return 0;
+    return 1;
+}
+
+static int lit(const char **p, const char *e, const char *w) {
+    size_t n = strlen(w);
+    if ((size_t)(e - *p) < n || memcmp(*p, w, n) != 0) return 0;
+    *p += n;
+    return 1;
+}
+
+static int digits(const char **p, const char *e) {
+    const char *s = *p;
+    while (*p < e && **p >= '0' && **p <= '9') ++*p;
+    return *p > s;
+}
+
+/* (?:/(?:a|b))* then the end */
+static int only_suffixes(const char *p, const char *e, const char *a, const char *b) {
+    while (lit(&p, e, a) || lit(&p, e, b)) {}
+    return p == e;
+}
+
+/* prefixes._WHOLE_TRANSPORT.fullmatch(p[0:e-p]): a transport named whole, as NCCL prints it */
+static int whole_transport(const char *s, const char *e) {
+    const char *p = s, *q;
+    if (lit(&p, e, "P2P/")) {
+        static const char *const kinds[] = {"IPC", "CUMEM", "MNNVL", "direct pointer", "direct"};
+        for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+            if ((q = p, lit(&q, e, kinds[i])) && only_suffixes(q, e, "/read", "/CE")) return 1;
+        q = p;
+        return lit(&q, e, "indirect/") && digits(&q, e) && lit(&q, e, "[") && digits(&q, e) && lit(&q, e, "]")
+               && only_suffixes(q, e, "/read", "/CE");
+    }
+    if (lit(&p, e, "SHM")) return only_suffixes(p, e, "/direct", "/CE");
+    p = s;
+    if (lit(&p, e, "direct shared memory") || lit(&p, e, "NVLS")) return p == e;
+    if (!lit(&p, e, "NET/") && !lit(&p, e, "COLLNET/")) return 0;
+    if (p == e || !letter(*p)) return 0;
+    while (p < e && (word(*p) || *p == ' ')) p++;
+    if (!lit(&p, e, "/") || !digits(&p, e)) return 0;
+    q = p;
+    if (lit(&q, e, "(") && digits(&q, e) && lit(&q, e, ")")) p = q;
+    lit(&p, e, "/GDRDMA");
+    lit(&p, e, "(PCI)");
+    lit(&p, e, "/Shared");
+    return p == e;
+}
+
+/* Whether prefixes.continues(prev, cur, before) is False for every `before`, where prev [ps, pe) is printable
+ * and holds no "<std" (the line path reads it whole), by its last rules: after "via" and a whole transport,
+ * only a rest that starts with '/' or '(' extends it; with no "via" and no edge cut (" : "), only a rest that
+ * starts with a blank. 0: not known here. */
+static int ends_whole(const char *ps, const char *pe, const char *s, const char *e) {
+    for (const char *v = ps; (v = holds_at(v, pe, "via", 3)) != NULL; v += 3) { /* _VIA.search */
+        if ((v > ps && word(v[-1])) || v + 3 == pe || !blank(v[3])) continue;
+        const char *a = v + 3, *z = pe;
+        while (a < pe && blank(*a)) a++;
+        if (a - (v + 3) < 2 && a == pe) continue; /* one blank, then the end: no match here */
+        if (a == pe) return 0;                    /* only blanks: a blank of them is the transport */
+        while (blank(z[-1])) z--;
+        return whole_transport(a, z) && s < e && *s != '/' && *s != '(';
+    }
+    return !holds(ps, pe, " : ", 3) && s < e && !blank(*s);
+}
+
+/* A line that starts with prefixes.HOST up to its first ':' (and, plain_line checked, ":pid:tid [dev] NCCL
+ * INFO|WARN" and a blank after it) is one prefixes.NCCL_PREFIX matches at its start: never the rest of another. */
+static int host_first(const char *s, const char *e) {
+    if (s == e || !(isalnum((unsigned char)*s) || *s == '_' || *s == '*')) return 0;
+    const char *p = s;
+    while (p < e && *p != ':' && host_char(*p)) p++;
+    return p < e && *p == ':';
+}
+
+enum { OTHER, PLAIN, PRINT }; /* what the line before a line is: a plain NCCL line, a print, anything else */
+
+/* Whether the line [s, e), which holds no "NCCL " tag, is a print the line path reads alone: printable, no
+ * launcher tag to cut at ("<std"), and neither continued by the next line (it holds no "NCCL ") nor the rest
+ * of the line before it, `prev` [ps, pe): a print (no "NCCL " either), or a plain line (never a rest itself)
+ * shorter than a terminal (`wrap`) or that ends whole (ends_whole); or a line of its own whatever the line
+ * before it (a part of prefixes.own_line: blank, "#", "[" or "NCCL" first, one of the `own` strings, or
+ * _OWN_LINE's shape). */
+static int lone_print(const Messages *m, const char *s, const char *e, int prev, const char *ps, const char *pe) {
+    if (!printable(s, e) || holds(s, e, "<std", 4)) return 0;
+    if (prev == PRINT) return 1;
+    const char *p = s;
+    while (p < e && blank(*p)) p++;
+    if (p == e || *p == '#' || *p == '[' || (e - p >= 4 && memcmp(p, "NCCL", 4) == 0)) return 1;
+    for (int i = 0; i < m->nown; i++)
+        if (holds(s, e, m->own[i].s, (size_t)m->own[i].n)) return 1;
+    if (own_shape(s, e)) return 1;
+    if (prev != PLAIN) return 0;
+    if (pe - ps < m->wrap) return 1;
+    return printable(ps, pe) && !holds(ps, pe, "<std", 4) && ends_whole(ps, pe, s, e);
+}
+
 static PyObject *Messages_scan(Messages *self, PyObject *args) {
     Py_buffer v;
     Py_ssize_t lo, hi, first, last, width;
     PyObject *good = Py_None;
     if (!PyArg_ParseTuple(args, "y*nnnnn|O", &v, &lo, &hi, &first, &last, &width, &good)) return NULL;
-    PyObject *found = NULL, *warns = NULL, *odd = NULL, *out = NULL;
+    PyObject *found = NULL, *warns = NULL, *odd = NULL, *prints = NULL, *out = NULL;
     Win w = {0};
     self->msgs.mark = self->msgs.alen;
     if (bounds(&v, first, last) < 0) goto done;
@@ -574,21 +715,24 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
         out = Py_NewRef(Py_None);
         goto done;
     }
-    found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0);
-    if (!found || !warns || !odd || win_start(&w, b, v.len, width, good) < 0) goto done;
-    for (Py_ssize_t pos = first; pos < last;) {
+    found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0), prints = PyList_New(0);
+    if (!found || !warns || !odd || !prints || win_start(&w, b, v.len, width, good) < 0) goto done;
+    int prev = OTHER, here = OTHER; /* the line at `first` is read by the line path: not known here */
+    const char *ps = b, *pe = b;       /* the line before this one */
+    for (Py_ssize_t pos = first; pos < last; prev = here, here = OTHER) {
         Py_ssize_t s = pos + 1;
         int bad = 0;
         const char *q;
         int ns;
         Py_ssize_t e = line_end(b + s, b + last, &bad, &q, &ns) - b;
         pos = e;
+        const char *ls = ps, *le = pe;
+        ps = b + s, pe = b + e;
         if (bad) {
             set_rollback(&self->msgs);
             out = Py_NewRef(Py_None);
             goto done;
         }
-        if (width > 0 && win_line(&w, s) < 0) goto done;
         const char *end = b + e, *msg = NULL;
         int kind = 0, tags = 0;
         for (int left = ns; q != NULL && q < end && left > 0 && tags < 2; left--) { /* each "NC" */
@@ -600,11 +744,21 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
                 q = left > 1 ? memchr(q + 1, 'N', (size_t)(end - q - 1)) : NULL;
             while (q != NULL && (end - q < 2 || q[1] != 'C'));
         }
+        if (width > 0 && tags == 0 && lone_print(self, b + s, end, prev, ls, le)) { /* in no run of windows */
+            if (win_close(&w, s) < 0 || append_steal(prints, Py_BuildValue("(nn)", s, e)) < 0) goto done;
+            w.prev = -1;
+            here = PRINT;
+            continue;
+        }
+        if (width > 0 && win_line(&w, s) < 0) goto done;
         if (tags != 1) { /* no NCCL tag (a bare pre-2.3 line?), or two (a second prefix glued on?) */
             if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
             continue;
         }
-        if (!plain_line(b + s, msg, end, width > 0) && append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
+        if (plain_line(b + s, msg, end, width > 0))
+            here = width > 0 && host_first(b + s, end) ? PLAIN : OTHER;
+        else if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0)
+            goto done;
         if (!kind) continue;
         q = msg;
         size_t n = (size_t)(end - q);
@@ -625,12 +779,13 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
         if (!seen && append_steal(found, Py_BuildValue("(y#nn)", q, (Py_ssize_t)n, s, e)) < 0) goto done;
     }
     if (width > 0 && win_close(&w, last + 1) < 0) goto done;
-    out = PyTuple_Pack(5, found, warns, w.runs, w.tail, odd);
+    out = PyTuple_Pack(6, found, warns, w.runs, w.tail, odd, prints);
 done:
     if (!out) set_rollback(&self->msgs);
     Py_XDECREF(found);
     Py_XDECREF(warns);
     Py_XDECREF(odd);
+    Py_XDECREF(prints);
     win_free(&w);
     PyBuffer_Release(&v);
     return out;
@@ -714,14 +869,16 @@ static PyObject *Messages_add_inits(Messages *self, PyObject *seq) {
 
 static PyMethodDef Messages_methods[] = {
     {"scan", (PyCFunction)Messages_scan, METH_VARARGS,
-     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail, odd), or None when "
+     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail, odd, prints), or None when "
      "buf[lo:hi] holds a byte the line path must clean (non-ASCII, ESC, CR, NUL). Of the lines after "
      "buf[first] up to buf[last]: found, [(message, line start, line end)] of messages not read before (and of "
      "volatile ones unlike the init lines given), in file order; warns, every WARN message; runs, [(start, "
      "end)] of runs of lines that share their first `width` bytes, a window not in `good` (a Strings); tail, "
      "starts of lines too near the buffer's end to have a window (no runs and no tail when width is 0); odd, "
      "[(start, end)] of lines with no 'NCCL ' tag or more than one (their messages are not looked at), or "
-     "whose prefix is not plain (known.TAIL; with a width, no ':' before ':pid')"},
+     "whose prefix is not plain (known.TAIL; with a width, no ':' before ':pid'); prints (with a width only), "
+     "[(start, end)] of lines with no 'NCCL ' tag that the line path reads alone (own_print), in no run or tail "
+     "and not in odd"},
     {"rollback", (PyCFunction)Messages_rollback, METH_NOARGS,
      "forget the messages the last scan added (its span went to the line path after all)"},
     {"forget", (PyCFunction)Messages_forget, METH_O,
@@ -738,8 +895,9 @@ static PyTypeObject MessagesType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpcbench.parse._scan.Messages",
     .tp_basicsize = sizeof(Messages),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes): the fast path's set of messages read, and "
-              "its pass over a span. facts and volatiles: message starts, as bytes ('#' is a digit).",
+    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes, own=()): the fast path's set of messages read, "
+              "and its pass over a span. facts and volatiles: message starts, as bytes ('#' is a digit); own: strings "
+              "that make a line one of its own (prefixes.NOT_CONTINUATIONS).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Messages_init,
     .tp_dealloc = (destructor)Messages_dealloc,

@@ -29,14 +29,14 @@ from itertools import filterfalse
 
 from hpcbench.parse.known import GOOD_MAX, Known, Windows
 from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
-from hpcbench.parse.prefixes import WRAP_MIN, continues
+from hpcbench.parse.prefixes import NOT_CONTINUATIONS, WRAP_MIN, continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
     import hpcbench.parse._scan as _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None  # type: ignore[assignment]
-if _scan is not None and (getattr(_scan, "ABI", None) != 3 or os.environ.get(C_ENV) == "0"):
+if _scan is not None and (getattr(_scan, "ABI", None) != 4 or os.environ.get(C_ENV) == "0"):
     _scan = None  # type: ignore[assignment]  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
@@ -69,13 +69,15 @@ def compiled_messages() -> _scan.Messages | None:
     """The C scanner's set, made from the same message starts as the regexes; None where it is not built."""
     if _scan is None:
         return None
-    return _scan.Messages([p.encode() for p in FACT_PREFIXES], [p.encode() for p in INIT_STARTS], SEEN_MAX, SEEN_BYTES)
+    return _scan.Messages([p.encode() for p in FACT_PREFIXES], [p.encode() for p in INIT_STARTS], SEEN_MAX, SEEN_BYTES,
+                          [k.encode() for k in NOT_CONTINUATIONS], WRAP_MIN)
 
 
 # In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line
 # path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes,
 # bare): the first line of a new message, a plain line (known.py) that starts with its host when bare;
-# ('nranks', n) from new init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
+# ('print', bytes, None): a line the line path reads alone, as it is (the C scanner's prints); ('nranks', n)
+# from new init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
 Parts = list[tuple]
 
 
@@ -95,9 +97,10 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         got = c.scan(buf, lo, hi, first, last, width, _c_good(known))
         if got is None:
             return None
-        found, msgs, runs, tail, odd = got
+        found, msgs, runs, tail, odd, prints = got
         bounds = _bounds(buf, first, last, known, (width, runs, tail), odd)
     else:
+        prints = []
         bounds = _bounds(buf, first, last, known, None, [])
         odd = [] if bounds is None else _two_tags(buf, first, last, bounds)
         if bounds is not None and odd:
@@ -118,7 +121,8 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         fresh = _unjoined(buf, joined, fresh, new, last, taken, seen)
     bare = known.window is not None  # the plain lines start with their host: no launcher tag or time stamp
     events = sorted([(s, "line", line, pred) for s, line, pred in others]
-                    + [(s, "fresh", line, bare) for s, line in fresh if s not in taken])
+                    + [(s, "fresh", line, bare) for s, line in fresh if s not in taken]
+                    + [(s, "print", buf[s:e], None) for s, e in prints])
     parts: Parts = [("text", buf[lo:first])]
     if nranks is not None:
         parts.append(("nranks", nranks))

@@ -201,7 +201,7 @@ def _split_marker(line: Line, rest: str, bare: bool = False) -> Line:
 WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
 _ROW = re.compile(r"\s*\d+\s+\d+\s")
 _WHOLE_EDGE = re.compile(r"\s*(?:Ring|Channel|CollNet|Coll) \d+\S* : .* via ")
-_NOT_CONTINUATIONS = ("/sec", "NCCL version", MARK)
+NOT_CONTINUATIONS = ("/sec", "NCCL version", MARK)  # a line that holds one is a line of its own
 # What a program prints as a line of its own, never the rest of a wrapped one: a progress print ("step 1: loss
 # 0.5", "Epoch 3/10", "Iter #2", "loss=0.5", "hpcbench: ..."), a sentence ("Initializing NCCL across 2 nodes"),
 # a shell prompt or a rule of "=", "-" or "*".
@@ -220,17 +220,21 @@ _WHOLE_TRANSPORT = re.compile(
 _EDGE_CUT = re.compile(r"NCCL INFO[ \t]+(?:Channel|Ring|CollNet|Coll) \d+\S* : (?![\d ]*$)")  # not a ring listing
 
 
+def own_line(cur: str) -> bool:
+    """Whether ``cur`` is a line of its own, never the rest of another, whatever the line before it: blank, a
+    table row, a whole edge, a prefix, a label or a print of its own (_OWN_LINE). The C scanner (_scan.c)
+    tests a part of this, and hands such prints on alone (tests/test_logs_scan.py)."""
+    return (not cur.strip() or bool(_ROW.match(cur)) or any(k in cur for k in NOT_CONTINUATIONS)
+            or bool(_WHOLE_EDGE.match(cur)) or cur.lstrip().startswith(("#", "[", "NCCL"))
+            or bool(NCCL_PREFIX.match(cur)) or bool(_OWN_LINE.match(cur)))
+
+
 def continues(prev: str, cur: str, before: int) -> bool:
     """Whether ``cur`` is the rest of ``prev``, an NCCL line hard-wrapped by a terminal. ``before``: the
     length of the line before ``prev``. A terminal cuts at its width, so the first part is at least as
-    long as the line before it; ``prev`` shows it was cut (above); ``cur`` starts nowhere (no prefix, label,
-    table row, message or print of its own). Only the three lines decide, so the fast path, which skips most
-    lines, decides alike."""
-    if len(prev) < max(WRAP_MIN, before) or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
-        return False
-    if any(k in cur for k in _NOT_CONTINUATIONS) or _WHOLE_EDGE.match(cur):
-        return False
-    if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur) or _OWN_LINE.match(cur):
+    long as the line before it; ``prev`` shows it was cut (above); ``cur`` starts nowhere (own_line). Only
+    the three lines decide, so the fast path, which skips most lines, decides alike."""
+    if len(prev) < max(WRAP_MIN, before) or "NCCL " not in prev or own_line(cur):
         return False
     if (via := _VIA.search(prev)) is not None:
         if _WHOLE_TRANSPORT.fullmatch(via.group(1)) and not cur.startswith(("/", "(")):

@@ -136,6 +136,10 @@ class Scanner:
             elif kind == "line":
                 self.lines += 1
                 self.feed_raw(part[1], part[2])
+            elif kind == "print":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing
+                self.lines += 1
+                self.flush()
+                self._process(part[1].decode())
             elif kind == "nranks":
                 self.nccl.nranks = max(self.nccl.nranks or 0, part[1])
                 self.nccl.seen = True
