@@ -10,7 +10,6 @@ from typing import Any
 from hpcbench.errors import ConfigError, NoSuchFile, read_text
 from hpcbench.findings import Finding
 from hpcbench.parse.api import Log, parse_file, read_log
-from hpcbench.parse.checks import check_parsed, verdict
 from hpcbench.tabular import format_table
 from hpcbench.vocab import ERROR, INFO, WARNING
 
@@ -108,6 +107,8 @@ def _read_all(files: list[str]) -> list[Log]:
 def check_findings(logs: list[Log], prov: list[dict[str, Any]], gpu: bool) -> list[Finding]:
     """What ``hpcbench check`` prints about logs: each one's network verdict, its checks (with the lines that
     show them), and what could not be read in it."""
+    from hpcbench.parse.checks import check_parsed, verdict  # not for `hpcbench parse` (~4 ms of its start)
+
     findings: list[Finding] = []
     for log in logs:
         d = log.facts
