@@ -60,6 +60,8 @@ typedef struct {
 typedef struct {
     const char *s;
     Py_ssize_t n;
+    uint64_t value[2], mask[2]; /* its first 16 bytes, '#' and bytes past its end masked out (starts_with) */
+    int digits;                 /* it holds a '#' */
 } Prefix;
 
 typedef struct {
@@ -73,6 +75,7 @@ typedef struct {
     int nfacts, nvolatiles, nown;
     Py_ssize_t wrap; /* prefixes.WRAP_MIN: a shorter line was not cut by a terminal (0: not known) */
     uint64_t by_first[256]; /* the facts (bits) that a message's first byte may start */
+    char volatile_first[256]; /* whether a volatile may start with this byte */
 } Messages;
 
 static uint64_t load8(const char *p) {
@@ -273,9 +276,14 @@ static Py_ssize_t masked(Messages *m, const char *p, size_t n) {
     return (Py_ssize_t)k;
 }
 
-/* '#' in a prefix stands for a digit */
+/* '#' in a prefix stands for a digit. Where 16 bytes can be read, two masked 8-byte compares decide, but for
+ * the '#'s. */
 static int starts_with(const char *t, Py_ssize_t n, const Prefix *p) {
     if (p->n > n) return 0;
+    if (n >= 16 && p->n <= 16) {
+        if (((load8(t) ^ p->value[0]) & p->mask[0]) | ((load8(t + 8) ^ p->value[1]) & p->mask[1])) return 0;
+        if (!p->digits) return 1;
+    }
     for (Py_ssize_t i = 0; i < p->n; i++) {
         char c = p->s[i];
         if (c == '#' ? (t[i] < '0' || t[i] > '9') : t[i] != c) return 0;
@@ -309,13 +317,16 @@ static int digits_before(const char *s, const char **p) {
     return *p < d;
 }
 
-static int host_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '*' || c == '-'; }
+static int alnum(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+/* ranges, not isalnum: no call into the C library per byte (the spans are ASCII) */
+static int host_char(char c) { return alnum(c) || c == '_' || c == '.' || c == '*' || c == '-'; }
 
 /* Whether the line [s, end), whose one "NCCL " tag is at q, is plain after its host, as known.TAIL reads
  * it: ":pid:tid [dev] NCCL INFO|WARN" and a blank, its message not starting with "host:pid:tid " (which
  * the line path reads as a second prefix). `bare`: the line starts with its host (no launcher tag or time
  * stamp), so no ':' may come before ":pid". */
-static int plain_line(const char *s, const char *q, const char *end, int bare) {
+/* plain_line's test of the line's first bytes, up to its message (q + 10): theirs alone */
+static int plain_prefix(const char *s, const char *q, const char *end, int bare) {
     if (end - q < 10 || (q[9] != ' ' && q[9] != '\t') || (memcmp(q + 5, "INFO", 4) && memcmp(q + 5, "WARN", 4)))
         return 0;
     const char *p = q;
@@ -324,15 +335,34 @@ static int plain_line(const char *s, const char *q, const char *end, int bare) {
     if (!digits_before(s, &p) || p == s || *--p != '[' || p == s || *--p != ' ') return 0;
     for (int k = 0; k < 2; k++)
         if (!digits_before(s, &p) || p == s || *--p != ':') return 0;
-    if (bare && memchr(s, ':', (size_t)(p - s))) return 0;
-    const char *m = q + 10;
-    if (m == end || !isalnum((unsigned char)*m)) return 1;
+    return !(bare && memchr(s, ':', (size_t)(p - s)));
+}
+
+/* plain_line's test of the message [m, end) */
+static int plain_message(const char *m, const char *end) {
+    if (m == end || !alnum(*m)) return 1;
     while (m < end && host_char(*m)) m++;
     for (int k = 0; k < 2; k++) {
         if (m == end || *m++ != ':' || m == end || *m < '0' || *m > '9') return 1;
         while (m < end && *m >= '0' && *m <= '9') m++;
     }
     return m == end || *m != ' ';
+}
+
+/* The line [s, end), whose one "NCCL " tag is at q, is plain: plain_prefix, then plain_message. A rank prints
+ * line after line with the same prefix, so the prefix's answer is kept for the next line (`last`: its bytes,
+ * length and answer) and reused where the next line's first bytes are the same. */
+typedef struct {
+    const char *s;
+    size_t n;
+    int plain;
+} Last;
+
+static int plain_line(Last *last, const char *s, const char *q, const char *end, int bare) {
+    if (end - q < 10) return 0;
+    size_t n = (size_t)(q + 10 - s);
+    if (!(last->s && last->n == n && memcmp(last->s, s, n) == 0)) *last = (Last){s, n, plain_prefix(s, q, end, bare)};
+    return last->plain && plain_message(q + 10, end);
 }
 
 static int load_prefixes(PyObject *seq, Prefix *out, int *k, PyObject *keep) {
@@ -351,7 +381,15 @@ static int load_prefixes(PyObject *seq, Prefix *out, int *k, PyObject *keep) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "prefixes: non-empty bytes");
             return -1;
         }
-        out[i] = (Prefix){PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)};
+        Prefix *p = &out[i];
+        *p = (Prefix){PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), {0, 0}, {0, 0}, 0};
+        unsigned char v[16] = {0}, k[16] = {0};
+        for (Py_ssize_t j = 0; j < p->n; j++) {
+            if (p->s[j] == '#') p->digits = 1;
+            if (j < 16 && p->s[j] != '#') v[j] = (unsigned char)p->s[j], k[j] = 0xff;
+        }
+        memcpy(p->value, v, 16);
+        memcpy(p->mask, k, 16);
     }
     *k = (int)n;
     Py_DECREF(fast);
@@ -385,6 +423,12 @@ static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
     self->nown = 0;
     if (own && load_prefixes(own, self->own, &self->nown, self->keep) < 0) return -1;
     memset(self->by_first, 0, sizeof self->by_first);
+    memset(self->volatile_first, 0, sizeof self->volatile_first);
+    for (int i = 0; i < self->nvolatiles; i++) {
+        unsigned char c = (unsigned char)self->volatiles[i].s[0];
+        for (int b = 0; b < 256; b++)
+            if (c == '#' ? (b >= '0' && b <= '9') : b == c) self->volatile_first[b] = 1;
+    }
     for (int i = 0; i < self->nfacts; i++) {
         unsigned char c = (unsigned char)self->facts[i].s[0];
         for (int b = 0; b < 256; b++)
@@ -531,7 +575,7 @@ static const char *line_end(const char *p, const char *end, int *bad, const char
             _mm_and_si128(_mm_cmpeq_epi8(v, capital_n), _mm_cmpeq_epi8(after, capital_c))) & before;
         if (ns) {
             if (!*n) *n = p + __builtin_ctz(ns);
-            *count += __builtin_popcount(ns);
+            for (unsigned k = ns; k; k &= k - 1) ++*count; /* mostly 0 or 1 bits: no popcnt call */
         }
         if (b & before) *bad = 1;
         if (m) {
@@ -668,13 +712,15 @@ static int ends_whole(const char *ps, const char *pe, const char *s, const char 
 /* A line that starts with prefixes.HOST up to its first ':' (and, plain_line checked, ":pid:tid [dev] NCCL
  * INFO|WARN" and a blank after it) is one prefixes.NCCL_PREFIX matches at its start: never the rest of another. */
 static int host_first(const char *s, const char *e) {
-    if (s == e || !(isalnum((unsigned char)*s) || *s == '_' || *s == '*')) return 0;
+    if (s == e || !(alnum(*s) || *s == '_' || *s == '*')) return 0;
     const char *p = s;
     while (p < e && *p != ':' && host_char(*p)) p++;
     return p < e && *p == ':';
 }
 
-enum { OTHER, PLAIN, PRINT }; /* what the line before a line is: a plain NCCL line, a print, anything else */
+/* what the line before a line is: a print, a plain NCCL line (plain_line: then one that starts with its host,
+ * host_first, is never the rest of another), or anything else */
+enum { OTHER, PLAIN, PRINT };
 
 /* Whether the line [s, e), which holds no "NCCL " tag, is a print the line path reads alone: printable, no
  * launcher tag to cut at ("<std"), and neither continued by the next line (it holds no "NCCL ") nor the rest
@@ -691,7 +737,7 @@ static int lone_print(const Messages *m, const char *s, const char *e, int prev,
     for (int i = 0; i < m->nown; i++)
         if (holds(s, e, m->own[i].s, (size_t)m->own[i].n)) return 1;
     if (own_shape(s, e)) return 1;
-    if (prev != PLAIN) return 0;
+    if (prev != PLAIN || !host_first(ps, pe)) return 0;
     if (pe - ps < m->wrap) return 1;
     return printable(ps, pe) && !holds(ps, pe, "<std", 4) && ends_whole(ps, pe, s, e);
 }
@@ -718,6 +764,7 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
     found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0), prints = PyList_New(0);
     if (!found || !warns || !odd || !prints || win_start(&w, b, v.len, width, good) < 0) goto done;
     int prev = OTHER, here = OTHER; /* the line at `first` is read by the line path: not known here */
+    Last lastp = {NULL, 0, 0};
     const char *ps = b, *pe = b;       /* the line before this one */
     for (Py_ssize_t pos = first; pos < last; prev = here, here = OTHER) {
         Py_ssize_t s = pos + 1;
@@ -755,15 +802,16 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
             if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
             continue;
         }
-        if (plain_line(b + s, msg, end, width > 0))
-            here = width > 0 && host_first(b + s, end) ? PLAIN : OTHER;
+        if (plain_line(&lastp, b + s, msg, end, width > 0))
+            here = PLAIN;
         else if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0)
             goto done;
         if (!kind) continue;
         q = msg;
         size_t n = (size_t)(end - q);
         int seen;
-        if (kind == 1 && any_start(q + 10, end - q - 10, self->volatiles, self->nvolatiles)) {
+        if (kind == 1 && self->volatile_first[(unsigned char)q[10]]
+            && any_start(q + 10, end - q - 10, self->volatiles, self->nvolatiles)) {
             Py_ssize_t k = masked(self, q, n);
             seen = k < 0                                              ? -1
                    : set_next_is(&self->inits, self->scratch, (size_t)k) ? 1
