@@ -25,7 +25,9 @@ MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB l
 FAST_MIN = 512 << 10  # smaller chunks always take the line path
 PARALLEL_MIN = 64 << 20  # smaller files are read by one process (starting workers costs ~0.1 s)
 PRINTS_MAX, PRINT_MAX = 4096, 512  # distinct prints remembered, and the longest remembered (memory stays bounded)
-Reader = Callable[[Line, str], None]  # takes a cleaned line and its text
+# A print read before: its cleaned line, the readers it can change (each taking the line, or else its text) and
+# whether it holds a record
+Print = tuple[Line, tuple[tuple[Callable[[Any], None], bool], ...], bool]
 
 
 class Scanner:
@@ -37,14 +39,12 @@ class Scanner:
         self.summaries = results.Summaries()
         self.warnings: list[str] = []
         self.tags: dict[str, None] = {}
-        # the readers of lines with no NCCL marker, each with the marks a line must hold to change it
-        self._marked: list[tuple[Reader, tuple[str, ...]]] = [
-            (lambda ln, _: self.nccl.feed(ln), NcclState.MARKS),
-            (lambda ln, _: self.tests.feed(ln.text), NcclTestsState.MARKS),
-            (lambda ln, _: self.horovod.feed(ln.text), HorovodState.MARKS),
-            (lambda ln, _: self.summaries.feed(ln.text), results.Summaries.MARKS)]
-        self._readers = [read for read, _ in self._marked[1:]] + [self._records]
-        self._prints: dict[str, tuple[Line, tuple[Reader, ...]]] = {}
+        # the readers of prints, each with the marks a line must hold to change it (bound methods of the readers,
+        # not of the scanner: no reference cycle keeps a scanner's facts after the scan)
+        self._marked: tuple[tuple[Callable[[Any], None], bool, tuple[str, ...]], ...] = (
+            (self.nccl.feed, True, NcclState.MARKS), (self.tests.feed, False, NcclTestsState.MARKS),
+            (self.horovod.feed, False, HorovodState.MARKS), (self.summaries.feed, False, results.Summaries.MARKS))
+        self._prints: dict[str, Print] = {}
         self._pending: str | None = None
         self._before = 0  # length of the line before the pending one (hard-wrap test)
         self._seen = fastpath.Seen()  # NCCL messages already read (fast path)
@@ -84,30 +84,32 @@ class Scanner:
                 self._read(ln, text)
                 return
             got = self._print(ln, text)
-        ln, readers = got
-        for read in readers:
-            read(ln, text)
+        ln, readers, record = got
+        for feed, whole in readers:
+            feed(ln if whole else ln.text)
+        if record:
+            self._record(ln.text)
 
     def _read(self, ln: Line, text: str) -> None:
         """What every reader takes from the cleaned line ``ln`` of ``text``."""
         self.nccl.feed(ln)
         if ln.level is None:
-            for read in self._readers:
-                read(ln, text)
+            self.tests.feed(ln.text)
+            self.horovod.feed(ln.text)
+            self.summaries.feed(ln.text)
+            if results.MARK in text:
+                self._record(ln.text)
 
-    def _records(self, ln: Line, text: str) -> None:
-        if results.MARK in text:
-            rec = results.from_line(ln.text, self.warnings)
-            if rec is not None:
-                self.records.append(rec)
+    def _record(self, text: str) -> None:
+        rec = results.from_line(text, self.warnings)
+        if rec is not None:
+            self.records.append(rec)
 
-    def _print(self, ln: Line, text: str) -> tuple[Line, tuple[Reader, ...]]:
+    def _print(self, ln: Line, text: str) -> Print:
         """A line with no NCCL prefix, marker or launcher tag (a training's print), and the readers it can change
         (those whose MARKS it holds), kept for its next copies: a job prints the same lines again and again."""
-        readers = tuple(read for read, marks in self._marked if any(k in ln.text for k in marks))
-        if results.MARK in text:
-            readers += (self._records,)
-        got = (ln, readers)
+        got = (ln, tuple((feed, whole) for feed, whole, marks in self._marked if any(k in ln.text for k in marks)),
+               results.MARK in text)
         if len(self._prints) >= PRINTS_MAX:
             self._prints.clear()
         self._prints[text] = got
