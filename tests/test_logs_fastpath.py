@@ -8,11 +8,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import re
 
 import pytest
 from conftest import DATA, REPO
 
-from hpcbench.parse import fastpath, parallel, parse_file, scan
+from hpcbench.parse import fastpath, known, parallel, parse_file, prefixes, scan
 
 LOGS = DATA / "logs"
 CORPUS = sorted(json.loads((LOGS / "EXPECTED.json").read_text())["files"])
@@ -278,6 +279,20 @@ def test_prints_the_c_scanner_hands_on_alone(tmp_path, monkeypatch, engine):
     assert (len(alone) > 500) == (engine == "c")
     raw = fast["nccl"]["transports_raw"]
     assert "NET/IB/1/GDR" in raw and "NET/IB/1/GDR    main()" in raw  # a print after a cut edge, and a rest joined
+
+
+def test_a_plain_line_cut_by_position_reads_as_clean_reads_it(engine):
+    """prefixes.clean_plain gives clean's Line for each line the fast path hands on as a bare plain one: a host
+    first, then known.TAIL, one NCCL tag, ASCII. Every such line of the corpus, and of the generated job log."""
+    plain = re.compile(known._bytes_pattern(prefixes.HOST) + known.TAIL)
+    lines = [ln for name in CORPUS for ln in (LOGS / name).read_text(encoding="utf-8", errors="replace").splitlines()]
+    checked = 0
+    for line in lines + _job_log(comms=1).splitlines() + [ln + "  " for ln in _job_log(comms=1).splitlines()[:50]]:
+        b = line.encode()
+        if plain.match(b) and b.count(b"NCCL ") == 1 and b.isascii():
+            assert prefixes.clean_plain(line) == prefixes.clean(line), line
+            checked += 1
+    assert checked > 3000
 
 
 @pytest.mark.parametrize("copy_at", [None, 1100, 6000])  # no copy, one in the same chunk, one in a later chunk

@@ -151,11 +151,13 @@ class Scanner:
             else:  # the first line of a new message: no line before it continues, none after (fastpath checked)
                 self.lines += 1
                 self.flush()
-                segs = split_mid_line_tags(decode(part[1]))
-                if part[2] and len(segs) == 1:  # the line as it is, its prefix cut by position
-                    self._read(clean_plain(segs[0]), segs[0])
+                text = part[1].decode()
+                # bare: plain ASCII that starts with a known host (no '<'): decode, which cleans control bytes in the
+                # first four, changes nothing, nor does split_mid_line_tags with no "<std"; its prefix is cut by position
+                if part[2] and text[:1] != "<" and "<std" not in text:
+                    self._read(clean_plain(text), text)
                     continue
-                for seg in segs:
+                for seg in split_mid_line_tags(decode(part[1])):
                     self._process(seg)
 
     def _line_path(self, block: bytes) -> None:
