@@ -10,8 +10,14 @@ It gives the line path the same facts by handing it every line that could add on
   a line's message being the text from its one tag: a 1024-rank job repeats the same edge lines for every
   communicator.
 A plain line of a known host whose message carries no fact, or was read before, adds nothing.
-Spans where a line could be the rest of a hard-wrapped one, or that hold non-ASCII or control bytes
-(which the line path cleans), are left to the line path.
+A line that may be the rest of the plain line before it (prefixes.continues) is handed on with that line,
+which the line path then joins as it does reading every line. Spans that hold non-ASCII or control bytes
+(which the line path cleans) are left to the line path.
+
+A training's print among the NCCL lines is handed on alone ('print') where the C scanner finds the line path
+reads it so: no tag, printable, a line of its own or after a plain line it cannot continue (_scan.c's
+lone_print); it then skips the prefix passes and the join check, and the scanner reads each distinct print's
+text once (scan.py).
 
 The passes over every line (each line's prefix, each message and whether it was read before) are done by
 the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets, about
