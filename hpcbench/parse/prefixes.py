@@ -11,6 +11,7 @@ the same prefix without the ``NCCL`` tag.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -182,6 +183,7 @@ def _with_prefix(line: Line, text: str, m: re.Match[str]) -> Line:
     return line
 
 
+@functools.lru_cache(maxsize=4096)  # a log names few hosts, on every line
 def _host(name: str) -> str | None:
     """An IP or a bare number in the host slot (a launcher rewrote it) names no host."""
     return None if name.isdigit() or _IPV4.match(name) else name
