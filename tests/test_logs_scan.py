@@ -304,3 +304,46 @@ def test_the_portable_build_scans_alike(portable, spans, width):
         buf, first, last = _span(lines)
         if first != last:
             assert ours.scan(buf, 0, len(buf), first, last, width) == theirs.scan(buf, 0, len(buf), first, last, width)
+
+
+# Pieces of edge lines: prefixes, the shapes of every part EDGE reads, and what breaks each
+EDGE_PIECES = [b"gpu-node-007:12:34 [0] NCCL INFO ", b"10.0.0.1:1:1 [0] NCCL INFO ", b"7:1:1 [1] NCCL INFO\t", b"s4:1:1 [0] NCCL WARN ",
+               b"Channel ", b"Ring ", b"Channel", b"00", b"/0", b"/", b" : ", b" :", b"3", b"[3]", b"[", b"]", b" -> ", b" ->",
+               b" [send]", b" [receive]", b" [sen]", b" via ", b" via", b"via ", b"\tvia\t", b"P2P/IPC/read", b"NET/IB/0/GDRDMA",
+               b"NET/IB : Using [0]mlx5_0:1/IB", b"Using", b"nvls", b"  ", b"\t", b"x", b"NCCL ", b"<stdout>", b"\x0b", b"caf\xc3\xa9"]
+
+
+EDGE_LINES = st.one_of(
+    st.lists(st.sampled_from(EDGE_PIECES), min_size=1, max_size=14).map(b"".join),
+    st.tuples(st.sampled_from(EDGE_PIECES[:4]), st.sampled_from([b"Channel ", b"Ring "]),
+              st.lists(st.sampled_from(EDGE_PIECES), max_size=5), st.sampled_from([b" via ", b"  via\t", b"via "]),
+              st.lists(st.sampled_from(EDGE_PIECES), max_size=3))
+    .map(lambda t: t[0] + t[1] + b"00/0 : 3[3] -> 4[4]" + b"".join(t[2]) + t[3] + b"".join(t[4])))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(EDGE_LINES)
+def test_an_edge_cut_in_c_is_what_the_regexes_read(line):
+    """_scan.edge, where it cuts a line, gives clean's host and message and EDGE's match of that message at its
+    start, groups and all (the line path reads it so); a line it leaves is read as any other."""
+    got = _scan.edge(line)
+    if got is None:
+        return
+    text = line.decode()
+    ln = prefixes.clean(text)
+    assert (ln.level, prefixes.host_name(got[0]), got[1]) == ("INFO", ln.host, ln.msg)
+    m = nccl.EDGE.match(ln.msg)
+    assert m is not None and m.group(0) == ln.msg and m.groups() == got[2:]
+
+
+def test_the_edges_of_a_job_are_cut_in_c():
+    """The edge lines of the corpus's plain logs and their shapes: each is cut, as EDGE reads it."""
+    lines = [b"gpu-node-007:12:34 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+             b"gpu-node-007:12:34 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1/GDRDMA  ",
+             b"gpu-node-007:12:34 [0] NCCL INFO Ring 00 : 7[7] -> 0[0] [receive] via NET/IB/0",
+             b"gpu-node-007:12:34 [0] NCCL INFO Channel 02 : 3 -> 4 via SHM/direct/direct",
+             b"gpu-node-007:12:34 [0] NCCL INFO Channel 03/1 : 3[3] via P2P/direct pointer"]
+    for line in lines:
+        got = _scan.edge(line)
+        msg = prefixes.clean(line.decode()).msg
+        assert got is not None and got[2:] == nccl.EDGE.match(msg).groups(), line

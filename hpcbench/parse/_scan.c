@@ -24,7 +24,7 @@
 #include <limits.h>
 #include <string.h>
 
-#define ABI 4 /* fastpath.py refuses a build of another version (a stale in-place build) */
+#define ABI 5 /* fastpath.py refuses a build of another version (a stale in-place build) */
 #define NPREFIX 64
 
 typedef struct {
@@ -1008,8 +1008,89 @@ static PyTypeObject StringsType = {
     .tp_as_sequence = &Strings_seq,
 };
 
+/* [p, e) starts with w: then past it */
+static int take(const char **p, const char *e, const char *w) { return lit(p, e, w); }
+
+/* digits, then optionally "[...]" (no ']' inside): EDGE's "(\d+)(?:\[[^\]]*\])?"; the digits' end in *d */
+static int rank_at(const char **p, const char *e, const char **d) {
+    if (!digits(p, e)) return 0;
+    *d = *p;
+    if (*p < e && **p == '[') {
+        const char *c = memchr(*p, ']', (size_t)(e - *p));
+        if (c) *p = c + 1; /* else the group is not taken, and what follows cannot match: the caller declines */
+    }
+    return 1;
+}
+
+static PyObject *str_of(const char *a, const char *z) { return PyUnicode_DecodeASCII(a, z - a, NULL); }
+
+/* edge(line) -> (host, message, channel, src, dst, direction, raw) or None. A bare plain INFO line (its host
+ * first, ":pid:tid [dev] NCCL INFO" and a blank, printable, one NCCL tag, no launcher tag), prefixes.clean_plain's
+ * host and message (its end's blanks cut), whose message nccl.EDGE matches at its start, with EDGE's groups
+ * (dst and direction None where absent). Taken greedily, as the regex tries them first: where that does
+ * not match to the end, the regex would not either, or would match later in the message (EDGE.search): None,
+ * and the caller reads the line as any other. tests/test_logs_scan.py holds it to the regexes. */
+static PyObject *edge(PyObject *Py_UNUSED(mod), PyObject *arg) {
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "edge: bytes");
+        return NULL;
+    }
+    const char *s = PyBytes_AS_STRING(arg), *e = s + PyBytes_GET_SIZE(arg), *p;
+    if (!printable(s, e) || holds(s, e, "<std", 4) || !host_first(s, e)) Py_RETURN_NONE;
+    const char *host_end = memchr(s, ':', (size_t)(e - s));
+    p = host_end + 1;
+    if (!digits(&p, e) || !take(&p, e, ":") || !digits(&p, e) || !take(&p, e, " [") || !digits(&p, e)
+        || !take(&p, e, "] NCCL INFO") || p == e || !blank(*p))
+        Py_RETURN_NONE;
+    const char *m = ++p, *z = e;
+    if (holds(m, e, "NCCL ", 5)) Py_RETURN_NONE; /* a second tag: the fast path hands such a line on as odd */
+    while (z > m && blank(z[-1])) z--;
+    const char *c0, *c1, *a0, *a1, *b0 = NULL, *b1 = NULL, *d0 = NULL, *d1 = NULL, *r0;
+    if (!take(&p, z, "Channel ") && !take(&p, z, "Ring ")) Py_RETURN_NONE;
+    c0 = p;
+    if (!digits(&p, z)) Py_RETURN_NONE;
+    c1 = p;
+    const char *q = p;
+    if (take(&q, z, "/") && digits(&q, z)) p = q;
+    if (!take(&p, z, " : ")) Py_RETURN_NONE;
+    a0 = p;
+    if (!rank_at(&p, z, &a1)) Py_RETURN_NONE;
+    q = p;
+    if (take(&q, z, " -> ") && (b0 = q, rank_at(&q, z, &b1)))
+        p = q;
+    else
+        b0 = NULL;
+    q = p;
+    if (take(&q, z, " [") && ((d0 = q, take(&q, z, "send")) || (q = d0, take(&q, z, "receive"))) && (d1 = q, take(&q, z, "]")))
+        p = q;
+    else
+        d0 = NULL;
+    if (p == z || !blank(*p)) Py_RETURN_NONE;
+    while (p < z && blank(*p)) p++;
+    if (!take(&p, z, "via") || p == z || !blank(*p)) Py_RETURN_NONE;
+    while (p < z && blank(*p)) p++;
+    if (p == z) Py_RETURN_NONE; /* only blanks after "via": the regex takes one of them for the transport */
+    r0 = p;
+    PyObject *out = PyTuple_New(7);
+    if (!out) return NULL;
+    PyObject *items[7] = {str_of(s, host_end), str_of(m, z), str_of(c0, c1), str_of(a0, a1),
+                          b0 ? str_of(b0, b1) : Py_NewRef(Py_None), d0 ? str_of(d0, d1) : Py_NewRef(Py_None),
+                          str_of(r0, z)};
+    for (int i = 0; i < 7; i++) {
+        if (!items[i]) {
+            for (int j = 0; j < 7; j++) Py_XDECREF(items[j]);
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < 7; i++) PyTuple_SET_ITEM(out, i, items[i]);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"dominated", dominated, METH_VARARGS, "dominated(buf, lo, hi) -> fastpath.nccl_dominated's answer"},
+    {"edge", edge, METH_O, "edge(line) -> (host, message, channel, src, dst, direction, raw) of a bare plain "
+     "INFO line whose message nccl.EDGE matches at its start, or None"},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, module_methods};

@@ -42,7 +42,7 @@ try:
     import hpcbench.parse._scan as _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None  # type: ignore[assignment]
-if _scan is not None and (getattr(_scan, "ABI", None) != 4 or os.environ.get(C_ENV) == "0"):
+if _scan is not None and (getattr(_scan, "ABI", None) != 5 or os.environ.get(C_ENV) == "0"):
     _scan = None  # type: ignore[assignment]  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)

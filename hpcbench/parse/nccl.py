@@ -121,6 +121,8 @@ class NcclState:
     # A line with no NCCL prefix or marker (a training's print) that holds none of these changes nothing here
     # (_facts tests each first); the scanner reads such lines once per distinct text. tests/test_parse_marks.py
     MARKS = ("CCL version", "via", "Using", "NET/IB", "anks ", "nvls", "NVLS", "ollNet", "ollnet")
+    # those _facts reads a fact from other than an edge's ("via") and NET/IB's, which read_edge reads
+    NOT_EDGE = tuple(k for k in MARKS if k not in ("via", "NET/IB"))
 
     def __init__(self) -> None:
         self.seen = False
@@ -194,12 +196,7 @@ class NcclState:
                 for m in IB_IFACE.finditer(msg):
                     self.ib_ifaces[m.group(1)] = None
         if "NET/IB" in msg:
-            self.seen = True
-            for m in IB_DEVICE.finditer(msg):
-                self.ib_devices[m.group(1)] = None
-                self.link_layers.add(m.group(2))
-            if IB_NODEV.search(msg):
-                self.ib_failed = True
+            self._net_ib(msg)
         if "anks " in msg:
             m = _INIT.match(msg) or NRANKS.search(msg)
             if m:
@@ -213,6 +210,30 @@ class NcclState:
                 self.nvls = True
         if ("ollNet" in msg or "ollnet" in msg) and COLLNET_USED.search(msg):
             self.collnet = True
+
+    def _net_ib(self, msg: str) -> None:
+        self.seen = True
+        for m in IB_DEVICE.finditer(msg):
+            self.ib_devices[m.group(1)] = None
+            self.link_layers.add(m.group(2))
+        if IB_NODEV.search(msg):
+            self.ib_failed = True
+
+    def read_edge(self, host: str | None, msg: str, ch: str, a: str, b: str | None, direction: str | None,
+                  raw: str) -> bool:
+        """``feed`` of a plain INFO line of ``host`` whose message ``msg`` EDGE matches at its start, with EDGE's
+        groups (the C scanner cut them: _scan.edge), without reading the line again; False, having read
+        nothing, where the message holds a mark (MARKS) that _facts reads for a fact other than the edge's (the
+        caller then feeds the line as any other)."""
+        if any(k in msg for k in self.NOT_EDGE):
+            return False
+        self.seen = True  # feed: a host, a level
+        if host and host not in self.hosts:
+            self.add_host(host)
+        self._edge_of(host, msg, ch, a, b, direction, raw)
+        if "NET/IB" in msg:
+            self._net_ib(msg)
+        return True
 
     def _warn(self, ln: Line) -> None:
         text = ln.msg.strip()
@@ -235,32 +256,36 @@ class NcclState:
         if m and cut_transport(m.group(5)):
             return  # said as 'could not read' by the check that reads the lines (checks.py)
         if m:
-            ch, a, b, direction, raw = m.groups()
-            self._transport(raw)
-            src, chan, t = int(a), int(ch), normalise(raw)
-            dst = None if b is None else int(b)
-            key = (src, -1 if dst is None else dst, chan, t)
-            edges = self.edges
-            if key not in edges:
-                if t.startswith("NET/"):  # the network of transport lines: the one with most edges
-                    name = t[4:].removesuffix("/GDRDMA")
-                    self.net_counts[name] = self.net_counts.get(name, 0) + 1
-                if dst is None:
-                    edges[key] = {}  # counted, not listed: a line with no peer is no edge
-                    return
-                edges[key] = {"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw,
-                              "host": ln.host, "scope": None, "_dir": direction}
-            # The rank that printed it runs on this host. Only the first copy of a message counts: a
-            # later copy (another communicator, maybe on another host) adds nothing the fast path reads.
-            seen = self._edge_msgs
-            if dst is not None and (whole := m.group(0)) not in seen and len(seen) < EDGE_MSGS_MAX:
-                seen.add(whole)
-                self.rank_on(dst if direction == "receive" else src, ln.host)
+            self._edge_of(ln.host, m.group(0), *m.groups())
             return
         m = COLL_EDGE.search(msg)
         if m:
             self._transport(m.group(4))
             self.collnet = True
+
+    def _edge_of(self, host: str | None, whole: str, ch: str, a: str, b: str | None, direction: str | None,
+                 raw: str) -> None:
+        """The edge of EDGE's match ``whole`` and its groups, printed on ``host``."""
+        self._transport(raw)
+        src, chan, t = int(a), int(ch), normalise(raw)
+        dst = None if b is None else int(b)
+        key = (src, -1 if dst is None else dst, chan, t)
+        edges = self.edges
+        if key not in edges:
+            if t.startswith("NET/"):  # the network of transport lines: the one with most edges
+                name = t[4:].removesuffix("/GDRDMA")
+                self.net_counts[name] = self.net_counts.get(name, 0) + 1
+            if dst is None:
+                edges[key] = {}  # counted, not listed: a line with no peer is no edge
+                return
+            edges[key] = {"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw,
+                          "host": host, "scope": None, "_dir": direction}
+        # The rank that printed it runs on this host. Only the first copy of a message counts: a
+        # later copy (another communicator, maybe on another host) adds nothing the fast path reads.
+        seen = self._edge_msgs
+        if dst is not None and whole not in seen and len(seen) < EDGE_MSGS_MAX:
+            seen.add(whole)
+            self.rank_on(dst if direction == "receive" else src, host)
 
     def _transport(self, raw: str) -> None:
         self.seen = True

@@ -138,7 +138,7 @@ def clean_plain(text: str) -> Line:
     such lines, each new (tests/test_logs_fastpath.py compares the two on every plain line of the corpus)."""
     text = text.rstrip()
     k = text.index("NCCL ")
-    return Line(text=text, host=_host(text[:text.index(":")]), level=text[k + 5:k + 9], msg=text[k + 10:])
+    return Line(text=text, host=host_name(text[:text.index(":")]), level=text[k + 5:k + 9], msg=text[k + 10:])
 
 
 def _peeled(text: str) -> Line:
@@ -173,18 +173,18 @@ def _with_prefix(line: Line, text: str, m: re.Match[str]) -> Line:
     ranks wrote at once, and the first one's message went to the next line) its host counts too, and the
     message is the one after it. A prefix in the middle of a message is not read: it may be glued to the
     end of a cut word ("cudaDev 1 nvm" + "host:pid:tid"), which would make a host of "nvmhost"."""
-    line.host = _host(m.group(1))
+    line.host = host_name(m.group(1))
     _split_marker(line, text[m.end():], bare=True)
     while line.msg[:1].isalnum() and (n := NCCL_PREFIX.match(line.msg)):
         if line.host:
             line.glued += (line.host,)
-        line.host = _host(n.group(1))
+        line.host = host_name(n.group(1))
         _split_marker(line, line.msg[n.end():], bare=True)
     return line
 
 
 @functools.lru_cache(maxsize=4096)  # a log names few hosts, on every line
-def _host(name: str) -> str | None:
+def host_name(name: str) -> str | None:
     """An IP or a bare number in the host slot (a launcher rewrote it) names no host."""
     return None if name.isdigit() or _IPV4.match(name) else name
 

@@ -18,7 +18,7 @@ from hpcbench.parse import fastpath, parallel, results
 from hpcbench.parse.horovod import HorovodState
 from hpcbench.parse.nccl import NcclState
 from hpcbench.parse.nccltests import NcclTestsState
-from hpcbench.parse.prefixes import MPI_TAG, Line, clean, clean_plain, continues, decode, split_mid_line_tags
+from hpcbench.parse.prefixes import MPI_TAG, Line, clean, clean_plain, continues, decode, host_name, split_mid_line_tags
 
 CHUNK = 2 << 20  # passes over a chunk this size hit the CPU cache: ~15% faster than 8 MiB
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
@@ -131,6 +131,7 @@ class Scanner:
     def read_parts(self, parts: fastpath.Parts) -> None:
         """What the fast path hands on, in file order. A worker process's parts may repeat a message this
         scanner read from another worker's span: reading an INFO message again changes nothing."""
+        cut = fastpath._scan.edge if fastpath._scan is not None else None  # the pure engine reads every line itself
         for part in parts:
             kind = part[0]
             if kind == "text":
@@ -151,6 +152,9 @@ class Scanner:
             else:  # the first line of a new message: no line before it continues, none after (fastpath checked)
                 self.lines += 1
                 self.flush()
+                if part[2] and cut is not None and (f := cut(part[1])) is not None \
+                        and self.nccl.read_edge(host_name(f[0]), *f[1:]):
+                    continue  # an edge, cut by the C scanner: most new lines of a job's first communicator
                 text = part[1].decode()
                 # bare: plain ASCII that starts with a known host (no '<'): decode, which cleans control bytes in the
                 # first four, changes nothing, nor does split_mid_line_tags with no "<std"; its prefix is cut by position
