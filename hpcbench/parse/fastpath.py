@@ -96,6 +96,9 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     if first < 0 or first == last:
         return None
     # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
+    # A file's first span: its hosts are learned first (each one's first line is handed on), so that the C pass
+    # tests the lines' windows of them, and finds the prints among them.
+    learned = known.newcomers(buf, first, last) if not known.hosts else []
     c = seen.c
     if c is not None:  # one C pass: plain bytes, prefixes, the messages not read before, WARNs, windows
         known.compiled()
@@ -104,10 +107,10 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         if got is None:
             return None
         found, msgs, runs, tail, odd, prints = got
-        bounds = _bounds(buf, first, last, known, (width, runs, tail), odd)
+        bounds = _bounds(buf, first, last, known, (width, runs, tail), odd, learned)
     else:
         prints = []
-        bounds = _bounds(buf, first, last, known, None, [])
+        bounds = _bounds(buf, first, last, known, None, [], learned)
         odd = [] if bounds is None else _two_tags(buf, first, last, bounds)
         if bounds is not None and odd:
             bounds = sorted(set(bounds + odd))
@@ -186,20 +189,21 @@ def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
 
 
 def _bounds(buf: bytes, first: int, last: int, known: Known, windows: Windows | None,
-            odd: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+            odd: list[tuple[int, int]], learned: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
     """(start, end), in order, of every line after the first up to ``last`` that is not a plain line of a
-    known host, and of ``odd`` (lines with no NCCL tag or two); None when they are too many for the fast
-    path to pay. When they are too many because hosts are new (the first spans of a file), those hosts
-    are learned from the first line of each, which is handed on, and the lines are looked for again."""
+    known host, of ``odd`` (lines with no NCCL tag or two) and of ``learned`` (the first line of each host
+    learned from this span); None when they are too many for the fast path to pay. When they are too many
+    because hosts are new (a late host), those hosts are learned from the first line of each, which is
+    handed on, and the lines are looked for again."""
     limit = int((last - first) * OTHERS_MAX)
-    found: list[tuple[int, int]] = []
+    found = list(learned)
     for attempt in (0, 1):
         lines = known.unknown_lines(buf, first, last, limit + 1, windows) + odd
         if len(lines) + len(found) <= limit:
             break
         if attempt:
             return None
-        found = known.newcomers(buf, first, last)
+        found += known.newcomers(buf, first, last)
     return sorted(set(lines + found))
 
 
