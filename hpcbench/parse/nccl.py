@@ -141,7 +141,9 @@ class NcclState:
         self.rank_hosts: dict[int, set[str]] = {}
         self.nvls = False
         self.collnet = False
-        self.edges: dict[tuple[int, int, int, str], dict[str, Any]] = {}
+        # (channel, src, dst or -1, transport): its raw transport, the host that printed it first, and its
+        # direction; None for a line with no peer (counted, not listed). Keyed in the order result() lists them.
+        self.edges: dict[tuple[int, int, int, str], tuple[str, str | None, str | None] | None] = {}
         self._edge_msgs: set[str] = set()
         self._init_keys: set[tuple[str, str]] = set()
         self.warns: dict[str, dict[str, Any]] = {}
@@ -269,21 +271,19 @@ class NcclState:
         self._transport(raw)
         src, chan, t = int(a), int(ch), normalise(raw)
         dst = None if b is None else int(b)
-        key = (src, -1 if dst is None else dst, chan, t)
+        key = (chan, src, -1 if dst is None else dst, t)
         edges = self.edges
         if key not in edges:
             if t.startswith("NET/"):  # the network of transport lines: the one with most edges
                 name = t[4:].removesuffix("/GDRDMA")
                 self.net_counts[name] = self.net_counts.get(name, 0) + 1
-            if dst is None:
-                edges[key] = {}  # counted, not listed: a line with no peer is no edge
-                return
-            edges[key] = {"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw,
-                          "host": host, "scope": None, "_dir": direction}
+            edges[key] = None if dst is None else (raw, host, direction)  # a line with no peer is no edge
+        if dst is None:
+            return
         # The rank that printed it runs on this host. Only the first copy of a message counts: a
         # later copy (another communicator, maybe on another host) adds nothing the fast path reads.
         seen = self._edge_msgs
-        if dst is not None and whole not in seen and len(seen) < EDGE_MSGS_MAX:
+        if whole not in seen and len(seen) < EDGE_MSGS_MAX:
             seen.add(whole)
             self.rank_on(dst if direction == "receive" else src, host)
 
@@ -330,20 +330,20 @@ class NcclState:
             transports.add("CollNet")
         one = {r: next(iter(hs)) for r, hs in self.rank_hosts.items() if len(hs) == 1}  # host_of, once per rank
         edges = []
-        # by channel, src, dst, transport: the order of the keys (src, dst, channel, transport), which are unique
-        for (src, dst, _, t), stored in sorted(self.edges.items(), key=lambda kv: (kv[0][2], *kv[0][:2], kv[0][3])):
-            if not stored:
+        for (chan, src, dst, t), stored in sorted(self.edges.items()):  # by channel, src, dst, transport: the keys
+            if stored is None:
                 continue
-            e = dict(stored)
-            direction = e.pop("_dir")
+            raw, host, direction = stored
             hs, hd = one.get(src), one.get(dst)
+            scope = None
             if hs and hd:
-                e["scope"] = "intra" if hs == hd else "inter"
+                scope = "intra" if hs == hd else "inter"
             elif direction and t.startswith("NET/"):
-                e["scope"] = "inter"
+                scope = "inter"
             elif t.startswith(INTRA_ONLY):
-                e["scope"] = "intra"
-            edges.append(e)
+                scope = "intra"
+            edges.append({"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw, "host": host,
+                          "scope": scope})
         network, source = self.network()
         link = "+".join(self._link_layers()) or None
         return {
