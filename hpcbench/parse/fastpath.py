@@ -198,7 +198,12 @@ def _bounds(buf: bytes, first: int, last: int, known: Known, windows: Windows | 
     limit = int((last - first) * OTHERS_MAX)
     found = list(learned)
     for attempt in (0, 1):
-        lines = known.unknown_lines(buf, first, last, limit + 1, windows) + odd
+        lines = known.unknown_lines(buf, first, last, limit + 1, windows)
+        more = known.newcomers_in(buf, lines)  # a host first seen here: its first line only is handed on
+        if more:
+            found += more
+            lines = known.unknown_lines(buf, first, last, limit + 1, windows)
+        lines += odd
         if len(lines) + len(found) <= limit:
             break
         if attempt:
