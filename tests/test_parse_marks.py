@@ -54,7 +54,8 @@ WORDS = ["Rank 3 Group 0 Pid 1 on node1 device 0", "# Avg bus bandwidth : 12.5",
          "size count type redop root time algbw busbw #wrong", "1048576 262144 float sum -1 12.3 84.9 169.9 0",
          "8 2 int32 sum -1 1 1 1 0", "Iter #3: 601.7 img/sec per GPU", "Img/sec per GPU: 12.5 +-1.0",
          "Total img/sec on 8 GPU(s): 100.0 +-1.0", "total images/sec: 204.75", "10\timages/sec: 204.8 +/- 0.1",
-         "Number of GPUs: 8", "mpirun -np 4 python x.py", "horovodrun -np 2 -H a:1", "hpcbench: p: 1.0 samples/s, 2.0 ms/step over 2 ranks",
+         "Number of GPUs: 8", "Process 3 exit with status code 134", "failure count == 3 -> stop running",
+         "mpirun -np 4 python x.py", "horovodrun -np 2 -H a:1", "hpcbench: p: 1.0 samples/s, 2.0 ms/step over 2 ranks",
          "NCCL version 2.21.5", "via NET/IB/0", "Using network IB", "NET/IB : Using [0]mlx5_0:1/IB", "rank 0 nranks 8",
          "3 nvls channels", "NVLS comm 0x1", "Connected CollNet", "Collnet Chains", "Ring 00 : 0 1"]
 PIECES = WORDS + [w[:-1] for w in WORDS] + [w[1:] for w in WORDS] + [" ", "\t", "#", "0 ", "x"]

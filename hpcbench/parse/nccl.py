@@ -255,8 +255,6 @@ class NcclState:
     def _edge(self, ln: Line) -> None:
         msg = ln.msg
         m = EDGE.match(msg) or EDGE.search(msg)  # the same match: a search tries the start first
-        if m and cut_transport(m.group(5)):
-            return  # said as 'could not read' by the check that reads the lines (checks.py)
         if m:
             self._edge_of(ln.host, m.group(0), *m.groups())
             return
@@ -268,6 +266,8 @@ class NcclState:
     def _edge_of(self, host: str | None, whole: str, ch: str, a: str, b: str | None, direction: str | None,
                  raw: str) -> None:
         """The edge of EDGE's match ``whole`` and its groups, printed on ``host``."""
+        if cut_transport(raw):
+            return  # said as 'could not read' by the check that reads the lines (checks.py)
         self._transport(raw)
         src, chan, t = int(a), int(ch), normalise(raw)
         dst = None if b is None else int(b)
