@@ -118,10 +118,9 @@ def normalise(raw: str) -> str:
 class NcclState:
     """Accumulates facts line by line; ``result()`` gives the issue's ``nccl`` object."""
 
-    # A line with no NCCL prefix or marker (a training's print) that holds none of these changes nothing here
-    # (_facts tests each first); the scanner reads such lines once per distinct text. tests/test_parse_marks.py
+    # A print (no NCCL prefix or marker) that holds none of these changes nothing here (_facts tests each first);
+    # NOT_EDGE: those of facts other than an edge's and NET/IB's (read_edge). tests/test_parse_marks.py
     MARKS = ("CCL version", "via", "Using", "NET/IB", "anks ", "nvls", "NVLS", "ollNet", "ollnet")
-    # those _facts reads a fact from other than an edge's ("via") and NET/IB's, which read_edge reads
     NOT_EDGE = tuple(k for k in MARKS if k not in ("via", "NET/IB"))
 
     def __init__(self) -> None:
@@ -141,8 +140,7 @@ class NcclState:
         self.rank_hosts: dict[int, set[str]] = {}
         self.nvls = False
         self.collnet = False
-        # (channel, src, dst or -1, transport): its raw transport, the host that printed it first, and its
-        # direction; None for a line with no peer (counted, not listed). Keyed in the order result() lists them.
+        # (channel, src, dst or -1, transport), as result() lists them: (raw, first host, direction); None: no peer
         self.edges: dict[tuple[int, int, int, str], tuple[str, str | None, str | None] | None] = {}
         self._edge_msgs: set[str] = set()
         self._init_keys: set[tuple[str, str]] = set()
@@ -154,17 +152,12 @@ class NcclState:
 
     def rank_on(self, rank: int, host: str | None) -> None:
         if host:
-            hosts = self.rank_hosts.get(rank)
-            if hosts is None:  # not setdefault(rank, set()): a set made on every call, ~16,000 in a 1024-rank job
-                self.rank_hosts[rank] = {host}
-            else:
-                hosts.add(host)
+            self.rank_hosts.setdefault(rank, set()).add(host)
 
     def feed(self, ln: Line) -> None:
         if ln.host:
             self.seen = True
-            if ln.host not in self.hosts:
-                self.add_host(ln.host)
+            self.add_host(ln.host)
             for h in ln.glued:
                 self.add_host(h)
         if ln.level:
@@ -223,14 +216,12 @@ class NcclState:
 
     def read_edge(self, host: str | None, msg: str, ch: str, a: str, b: str | None, direction: str | None,
                   raw: str) -> bool:
-        """``feed`` of a plain INFO line of ``host`` whose message ``msg`` EDGE matches at its start, with EDGE's
-        groups (the C scanner cut them: _scan.edge), without reading the line again; False, having read
-        nothing, where the message holds a mark (MARKS) that _facts reads for a fact other than the edge's (the
-        caller then feeds the line as any other)."""
+        """``feed`` of a plain INFO line of ``host`` whose message ``msg`` is an edge, cut into EDGE's groups by
+        _scan.edge; False, having read nothing, where a fact other than the edge's may be in it (NOT_EDGE)."""
         if any(k in msg for k in self.NOT_EDGE):
             return False
         self.seen = True  # feed: a host, a level
-        if host and host not in self.hosts:
+        if host:
             self.add_host(host)
         self._edge_of(host, msg, ch, a, b, direction, raw)
         if "NET/IB" in msg:
@@ -272,16 +263,14 @@ class NcclState:
         src, chan, t = int(a), int(ch), normalise(raw)
         dst = None if b is None else int(b)
         key = (chan, src, -1 if dst is None else dst, t)
-        edges = self.edges
-        if key not in edges:
+        if key not in self.edges:
             if t.startswith("NET/"):  # the network of transport lines: the one with most edges
                 name = t[4:].removesuffix("/GDRDMA")
                 self.net_counts[name] = self.net_counts.get(name, 0) + 1
-            edges[key] = None if dst is None else (raw, host, direction)  # a line with no peer is no edge
+            self.edges[key] = None if dst is None else (raw, host, direction)  # a line with no peer is no edge
         if dst is None:
             return
-        # The rank that printed it runs on this host. Only the first copy of a message counts: a
-        # later copy (another communicator, maybe on another host) adds nothing the fast path reads.
+        # The rank that printed it runs on this host. Only the first copy of a message counts (what the fast path reads)
         seen = self._edge_msgs
         if whole not in seen and len(seen) < EDGE_MSGS_MAX:
             seen.add(whole)
@@ -316,10 +305,6 @@ class NcclState:
             return max(self.net_counts, key=lambda k: self.net_counts[k]), "transport_lines"
         return None, None
 
-    def host_of(self, rank: int) -> str | None:
-        hs = self.rank_hosts.get(rank)
-        return next(iter(hs)) if hs and len(hs) == 1 else None
-
     def result(self) -> dict[str, Any] | None:
         if not self.seen:
             return None
@@ -328,20 +313,15 @@ class NcclState:
             transports.add("NVLS")
         if self.collnet:
             transports.add("CollNet")
-        one = {r: next(iter(hs)) for r, hs in self.rank_hosts.items() if len(hs) == 1}  # host_of, once per rank
+        one = {r: next(iter(hs)) for r, hs in self.rank_hosts.items() if len(hs) == 1}  # a rank's one host
         edges = []
         for (chan, src, dst, t), stored in sorted(self.edges.items()):  # by channel, src, dst, transport: the keys
             if stored is None:
                 continue
             raw, host, direction = stored
             hs, hd = one.get(src), one.get(dst)
-            scope = None
-            if hs and hd:
-                scope = "intra" if hs == hd else "inter"
-            elif direction and t.startswith("NET/"):
-                scope = "inter"
-            elif t.startswith(INTRA_ONLY):
-                scope = "intra"
+            scope = (("intra" if hs == hd else "inter") if hs and hd else "inter" if direction and t.startswith("NET/")
+                     else "intra" if t.startswith(INTRA_ONLY) else None)
             edges.append({"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw, "host": host,
                           "scope": scope})
         network, source = self.network()
