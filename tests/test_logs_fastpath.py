@@ -8,11 +8,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import re
 
 import pytest
 from conftest import DATA, REPO
 
-from hpcbench.parse import fastpath, parallel, parse_file, scan
+from hpcbench.parse import fastpath, known, parallel, parse_file, prefixes, scan
 
 LOGS = DATA / "logs"
 CORPUS = sorted(json.loads((LOGS / "EXPECTED.json").read_text())["files"])
@@ -240,6 +241,58 @@ def test_training_prints_among_nccl_lines(tmp_path, monkeypatch):
     fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
     assert taken >= 10 and fast == line and sum(joined) > 10
     assert not any(t.endswith(tuple(OWN + WRAP_LIKE)) for t in fast["nccl"]["transports_raw"])
+
+
+# Lines after which a print may come: edges whose transport is whole, cut, or ends in a blank, a ring listing,
+# a short line; and prints or rests the C scanner must not take for prints read alone.
+CUT = ["Channel 01/0 : 3[3] -> 4[4] [send] via NET/IB/1/GDR", "Channel 01/0 : 3[3] -> 4[4] via P2P/CUMEM/re",
+       "Channel 02/0 : 3[3] -> 4[4] via NET/AWS Libfabric/0/GDRDMA(PCI)/Shared", "Ring 00 : 0 1 2 3 4 5 6 7 8 9 10 11",
+       "Channel 03/0 : 3[3] -> 4[4] via SHM/direct/direct", "Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1", "x"]
+RESTS = ["DMA", "ad", "/GDRDMA", "(PCI)", " 12 13 14 15", "vs", ":", "", "foo :1:2 [0] NCCL INFO x",
+         "[1,0]<stdout>:step 3", "python main.py --rank 0", "| distributed init (rank 1): env://", "Epoch 3/10",
+         "  File \"train.py\", line 3", "=====", "hpcbench: p: 1.0 samples/s, 2.0 ms/step over 2 ranks"]
+
+
+def test_prints_the_c_scanner_hands_on_alone(tmp_path, monkeypatch, engine):
+    """After 5% of the lines a print or the rest of a cut line, after lines cut or whole: the C scanner hands
+    on alone the prints the line path reads alone (most of them), and the facts are the line path's."""
+    rng = random.Random(11)
+    out = []
+    for line in _job_log(comms=6).splitlines():
+        out.append(line)
+        if rng.random() < 0.05:
+            if rng.random() < 0.5:
+                out.append(line[:line.index("NCCL INFO ") + 10] + rng.choice(CUT) if "NCCL INFO " in line else "x")
+            out.append(rng.choice(RESTS + OWN + WRAP_LIKE))
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(out) + "\n")
+    alone = []
+    real = scan.Scanner.read_parts
+
+    def spy(self, parts):
+        alone.extend(part[1] for part in parts if part[0] == "print")
+        real(self, parts)
+
+    monkeypatch.setattr(scan.Scanner, "read_parts", spy)
+    fast, line, taken = _fast_and_line(p, monkeypatch, 256 << 10, 64 << 10)
+    assert taken >= 5 and fast == line
+    assert (len(alone) > 500) == (engine == "c")
+    raw = fast["nccl"]["transports_raw"]
+    assert "NET/IB/1/GDR    main()" in raw and not any(t.endswith(tuple(OWN)) for t in raw)  # a rest joined, no print
+
+
+def test_a_plain_line_cut_by_position_reads_as_clean_reads_it(engine):
+    """prefixes.clean_plain gives clean's Line for each line the fast path hands on as a bare plain one: a host
+    first, then known.TAIL, one NCCL tag, ASCII. Every such line of the corpus, and of the generated job log."""
+    plain = re.compile(known._bytes_pattern(prefixes.HOST) + known.TAIL)
+    lines = [ln for name in CORPUS for ln in (LOGS / name).read_text(encoding="utf-8", errors="replace").splitlines()]
+    checked = 0
+    for line in lines + _job_log(comms=1).splitlines() + [ln + "  " for ln in _job_log(comms=1).splitlines()[:50]]:
+        b = line.encode()
+        if plain.match(b) and b.count(b"NCCL ") == 1 and b.isascii():
+            assert prefixes.clean_plain(line) == prefixes.clean(line), line
+            checked += 1
+    assert checked > 3000
 
 
 @pytest.mark.parametrize("copy_at", [None, 1100, 6000])  # no copy, one in the same chunk, one in a later chunk

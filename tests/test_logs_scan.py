@@ -18,7 +18,7 @@ from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcbench.parse import fastpath, known, nccl
+from hpcbench.parse import fastpath, known, nccl, prefixes
 
 _scan = fastpath._scan
 MSG_START = re.compile(rb"NCCL INFO[ \t]")
@@ -34,7 +34,11 @@ PIECES = [b"gpu-node-007:12:34 [0] ", b"gpu-node-017:9:9 [3] ", b"s4:1:1 [1] ", 
           b"comm 0x7f00 rank 3 nranks 8 cudaDev 3 - Init COMPLETE", b"comm 0x rank 3 nranks 8",
           b"ncclCommInitRank comm 0xab rank 4 nranks 8 commId 0x1f - Init START", b"[Rank 2] ", b"Init timings: rank 1 nranks 2",
           b"AllReduce: opCount 3 count 1", b"Cuda failure 'out of memory'", b"caf\xc3\xa9", b"\x1b[0m", b"\r", b"\x00",
-          b" ", b"x", b"0x1f"]
+          b" ", b"x", b"0x1f",
+          # training prints, and the ends of NCCL lines they may be the rest of
+          b"step 1: loss 0.5", b"Iter #3: 601.7 img/sec per GPU", b"training...", b"Epoch ", b"===", b"\t", b"/sec",
+          b"hpcbench.result/", b" via NET/IB/1/GDRDMA", b" via P2P/IPC/read", b" via NET/IB/1/GDR", b"/GDRDMA", b" : ",
+          b"(PCI)", b"via  ", b"x" * 80]
 LINES = st.lists(st.sampled_from(PIECES), max_size=6).map(b"".join)
 FACTS = [p.encode() for p in nccl.FACT_PREFIXES]
 VOLATILES = [p.encode() for p in nccl.INIT_STARTS]
@@ -87,14 +91,33 @@ def _tags(line: bytes) -> int:
     return n
 
 
-def _windows(buf: bytes, first: int, last: int, width: int, good: set[bytes]) -> tuple[list, list[int]]:
-    """Runs of lines that share a window, but those of the windows in ``good``; the lines with no window."""
-    starts = [i + 1 for i in range(first, last) if buf[i] == 10]
-    fit = [s for s in starts if s + width <= len(buf)]
-    tail = [s for s in starts if s + width > len(buf)]
-    heads = [s for k, s in enumerate(fit) if k == 0 or buf[s:s + width] != buf[fit[k - 1]:fit[k - 1] + width]]
-    ends = heads[1:] + [tail[0] if tail else last + 1]
-    return [(h, e) for h, e in zip(heads, ends) if buf[h:h + width] not in good], tail
+def _windows(buf: bytes, first: int, last: int, width: int, good: set[bytes], prints: set[int]) -> tuple[list, list[int]]:
+    """Runs of lines that share a window, but those of the windows in ``good``; the lines with no window. A print
+    is in no run: it ends the one before it."""
+    runs, tail, head = [], [], None
+    for s in [i + 1 for i in range(first, last) if buf[i] == 10] + [last + 1]:
+        if head is not None and (s > last or s in prints or s + width > len(buf) or buf[s:s + width] != buf[head:head + width]):
+            if buf[head:head + width] not in good:
+                runs.append((head, s))
+            head = None
+        if s > last or s in prints:
+            continue
+        if s + width > len(buf):
+            tail.append(s)
+        elif head is None:
+            head = s
+    return runs, tail
+
+
+def _sound(buf: bytes, first: int, prints: list[tuple[int, int]]) -> None:
+    """Each print is one the line path reads alone: no NCCL tag, printable, no launcher tag, not the rest of the
+    line before it (whatever the line before that), and continued by no line (it has no tag)."""
+    for s, e in prints:
+        line = buf[s:e].decode()
+        assert _tags(buf[s:e]) == 0 and line.replace("\t", " ").isprintable() and "<std" not in line
+        prev = buf[buf.rfind(b"\n", 0, s - 1) + 1:s - 1].decode()
+        assert not prefixes.continues(prev, line, 0), (prev, line)
+        assert s - 1 != first or prefixes.own_line(line)  # the line before the first is not known to the scanner
 
 
 def _span(lines: list[bytes]) -> tuple[bytes, int, int]:
@@ -123,12 +146,15 @@ def test_scan_finds_what_the_regexes_find(spans, width, good_starts):
         if not fastpath.plain(buf, 0, len(buf)):
             assert got is None
             continue
-        found, warns, runs, tail, odd = got
-        assert (found, warns, odd) == _expected(buf, first, last, seen, width)
+        found, warns, runs, tail, odd, prints = got
+        want_found, want_warns, want_odd = _expected(buf, first, last, seen, width)
+        assert (found, warns) == (want_found, want_warns)
+        assert sorted(odd + prints) == want_odd  # a print is a line with no tag, handed on alone
+        _sound(buf, first, prints)
         if width:
-            assert (runs, tail) == _windows(buf, first, last, width, good)
+            assert (runs, tail) == _windows(buf, first, last, width, good, {s for s, _ in prints})
         else:
-            assert runs == tail == []
+            assert runs == tail == prints == []
 
 
 def _pure_dominated(buf: bytes) -> bool:
@@ -246,7 +272,7 @@ def test_any_bytes_and_bounds_never_crash(data, draw):
             m.scan(data, 0, 0, 0, 0, width)
         return
     got = m.scan(data, lo, hi, first, last, width, _scan.Strings(10, 1000))
-    assert got is None or len(got) == 5
+    assert got is None or len(got) == 6
     assert _scan.dominated(data, lo, hi) in (True, False)
 
 
@@ -271,8 +297,53 @@ def portable(tmp_path_factory):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(LINES, min_size=2, max_size=25), min_size=1, max_size=4), st.integers(0, 30))
 def test_the_portable_build_scans_alike(portable, spans, width):
-    ours, theirs = fastpath.compiled_messages(), portable.Messages(FACTS, VOLATILES, fastpath.SEEN_MAX, fastpath.SEEN_BYTES)
+    ours = fastpath.compiled_messages()
+    theirs = portable.Messages(FACTS, VOLATILES, fastpath.SEEN_MAX, fastpath.SEEN_BYTES,
+                               [k.encode() for k in prefixes.NOT_CONTINUATIONS], prefixes.WRAP_MIN)
     for lines in spans:
         buf, first, last = _span(lines)
         if first != last:
             assert ours.scan(buf, 0, len(buf), first, last, width) == theirs.scan(buf, 0, len(buf), first, last, width)
+
+
+# Pieces of edge lines: prefixes, the shapes of every part EDGE reads, and what breaks each
+EDGE_PIECES = [b"gpu-node-007:12:34 [0] NCCL INFO ", b"10.0.0.1:1:1 [0] NCCL INFO ", b"7:1:1 [1] NCCL INFO\t", b"s4:1:1 [0] NCCL WARN ",
+               b"Channel ", b"Ring ", b"Channel", b"00", b"/0", b"/", b" : ", b" :", b"3", b"[3]", b"[", b"]", b" -> ", b" ->",
+               b" [send]", b" [receive]", b" [sen]", b" via ", b" via", b"via ", b"\tvia\t", b"P2P/IPC/read", b"NET/IB/0/GDRDMA",
+               b"NET/IB : Using [0]mlx5_0:1/IB", b"Using", b"nvls", b"  ", b"\t", b"x", b"NCCL ", b"<stdout>", b"\x0b", b"caf\xc3\xa9"]
+
+
+EDGE_LINES = st.one_of(
+    st.lists(st.sampled_from(EDGE_PIECES), min_size=1, max_size=14).map(b"".join),
+    st.tuples(st.sampled_from(EDGE_PIECES[:4]), st.sampled_from([b"Channel ", b"Ring "]),
+              st.lists(st.sampled_from(EDGE_PIECES), max_size=5), st.sampled_from([b" via ", b"  via\t", b"via "]),
+              st.lists(st.sampled_from(EDGE_PIECES), max_size=3))
+    .map(lambda t: t[0] + t[1] + b"00/0 : 3[3] -> 4[4]" + b"".join(t[2]) + t[3] + b"".join(t[4])))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(EDGE_LINES)
+def test_an_edge_cut_in_c_is_what_the_regexes_read(line):
+    """_scan.edge, where it cuts a line, gives clean's host and message and EDGE's match of that message at its
+    start, groups and all (the line path reads it so); a line it leaves is read as any other."""
+    got = _scan.edge(line)
+    if got is None:
+        return
+    text = line.decode()
+    ln = prefixes.clean(text)
+    assert (ln.level, prefixes.host_name(got[0]), got[1]) == ("INFO", ln.host, ln.msg)
+    m = nccl.EDGE.match(ln.msg)
+    assert m is not None and m.group(0) == ln.msg and m.groups() == got[2:]
+
+
+def test_the_edges_of_a_job_are_cut_in_c():
+    """The edge lines of the corpus's plain logs and their shapes: each is cut, as EDGE reads it."""
+    lines = [b"gpu-node-007:12:34 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+             b"gpu-node-007:12:34 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1/GDRDMA  ",
+             b"gpu-node-007:12:34 [0] NCCL INFO Ring 00 : 7[7] -> 0[0] [receive] via NET/IB/0",
+             b"gpu-node-007:12:34 [0] NCCL INFO Channel 02 : 3 -> 4 via SHM/direct/direct",
+             b"gpu-node-007:12:34 [0] NCCL INFO Channel 03/1 : 3[3] via P2P/direct pointer"]
+    for line in lines:
+        got = _scan.edge(line)
+        msg = prefixes.clean(line.decode()).msg
+        assert got is not None and got[2:] == nccl.EDGE.match(msg).groups(), line

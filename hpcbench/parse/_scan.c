@@ -11,7 +11,9 @@
  *     "NCCL WARN" + blank, to the end of the line. A message not read before is added to the set and
  *     handed back with its line's bounds; a message with a "volatile" start (init lines, which differ per
  *     communicator) is handed back unless add_inits was given one that differs from it only in the digits
- *     of its 0x numbers; every WARN is also handed back, each copy.
+ *     of its 0x numbers; every WARN is also handed back, each copy;
+ *   - with a width, a line with no tag that the line path reads alone (own_print: a training's print, which
+ *     continues no line and is continued by none) is handed back as a print, in no run of windows.
  * The set keeps a copy of each message and compares bytes, so a hash collision never hides a message. */
 
 #define PY_SSIZE_T_CLEAN
@@ -22,7 +24,7 @@
 #include <limits.h>
 #include <string.h>
 
-#define ABI 3 /* fastpath.py refuses a build of another version (a stale in-place build) */
+#define ABI 5 /* fastpath.py refuses a build of another version (a stale in-place build) */
 #define NPREFIX 64
 
 typedef struct {
@@ -58,6 +60,8 @@ typedef struct {
 typedef struct {
     const char *s;
     Py_ssize_t n;
+    uint64_t value[2], mask[2]; /* its first 16 bytes, '#' and bytes past its end masked out (starts_with) */
+    int digits;                 /* it holds a '#' */
 } Prefix;
 
 typedef struct {
@@ -67,9 +71,11 @@ typedef struct {
     char *scratch;
     size_t scratch_cap;
     PyObject *keep; /* the prefix bytes objects, alive as long as this object */
-    Prefix facts[NPREFIX], volatiles[NPREFIX];
-    int nfacts, nvolatiles;
+    Prefix facts[NPREFIX], volatiles[NPREFIX], own[NPREFIX];
+    int nfacts, nvolatiles, nown;
+    Py_ssize_t wrap; /* prefixes.WRAP_MIN: a shorter line was not cut by a terminal (0: not known) */
     uint64_t by_first[256]; /* the facts (bits) that a message's first byte may start */
+    char volatile_first[256]; /* whether a volatile may start with this byte */
 } Messages;
 
 static uint64_t load8(const char *p) {
@@ -270,9 +276,14 @@ static Py_ssize_t masked(Messages *m, const char *p, size_t n) {
     return (Py_ssize_t)k;
 }
 
-/* '#' in a prefix stands for a digit */
+/* '#' in a prefix stands for a digit. Where 16 bytes can be read, two masked 8-byte compares decide, but for
+ * the '#'s. */
 static int starts_with(const char *t, Py_ssize_t n, const Prefix *p) {
     if (p->n > n) return 0;
+    if (n >= 16 && p->n <= 16) {
+        if (((load8(t) ^ p->value[0]) & p->mask[0]) | ((load8(t + 8) ^ p->value[1]) & p->mask[1])) return 0;
+        if (!p->digits) return 1;
+    }
     for (Py_ssize_t i = 0; i < p->n; i++) {
         char c = p->s[i];
         if (c == '#' ? (t[i] < '0' || t[i] > '9') : t[i] != c) return 0;
@@ -306,13 +317,16 @@ static int digits_before(const char *s, const char **p) {
     return *p < d;
 }
 
-static int host_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '*' || c == '-'; }
+static int alnum(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+/* ranges, not isalnum: no call into the C library per byte (the spans are ASCII) */
+static int host_char(char c) { return alnum(c) || c == '_' || c == '.' || c == '*' || c == '-'; }
 
 /* Whether the line [s, end), whose one "NCCL " tag is at q, is plain after its host, as known.TAIL reads
  * it: ":pid:tid [dev] NCCL INFO|WARN" and a blank, its message not starting with "host:pid:tid " (which
  * the line path reads as a second prefix). `bare`: the line starts with its host (no launcher tag or time
  * stamp), so no ':' may come before ":pid". */
-static int plain_line(const char *s, const char *q, const char *end, int bare) {
+/* plain_line's test of the line's first bytes, up to its message (q + 10): theirs alone */
+static int plain_prefix(const char *s, const char *q, const char *end, int bare) {
     if (end - q < 10 || (q[9] != ' ' && q[9] != '\t') || (memcmp(q + 5, "INFO", 4) && memcmp(q + 5, "WARN", 4)))
         return 0;
     const char *p = q;
@@ -321,15 +335,34 @@ static int plain_line(const char *s, const char *q, const char *end, int bare) {
     if (!digits_before(s, &p) || p == s || *--p != '[' || p == s || *--p != ' ') return 0;
     for (int k = 0; k < 2; k++)
         if (!digits_before(s, &p) || p == s || *--p != ':') return 0;
-    if (bare && memchr(s, ':', (size_t)(p - s))) return 0;
-    const char *m = q + 10;
-    if (m == end || !isalnum((unsigned char)*m)) return 1;
+    return !(bare && memchr(s, ':', (size_t)(p - s)));
+}
+
+/* plain_line's test of the message [m, end) */
+static int plain_message(const char *m, const char *end) {
+    if (m == end || !alnum(*m)) return 1;
     while (m < end && host_char(*m)) m++;
     for (int k = 0; k < 2; k++) {
         if (m == end || *m++ != ':' || m == end || *m < '0' || *m > '9') return 1;
         while (m < end && *m >= '0' && *m <= '9') m++;
     }
     return m == end || *m != ' ';
+}
+
+/* The line [s, end), whose one "NCCL " tag is at q, is plain: plain_prefix, then plain_message. A rank prints
+ * line after line with the same prefix, so the prefix's answer is kept for the next line (`last`: its bytes,
+ * length and answer) and reused where the next line's first bytes are the same. */
+typedef struct {
+    const char *s;
+    size_t n;
+    int plain;
+} Last;
+
+static int plain_line(Last *last, const char *s, const char *q, const char *end, int bare) {
+    if (end - q < 10) return 0;
+    size_t n = (size_t)(q + 10 - s);
+    if (!(last->s && last->n == n && memcmp(last->s, s, n) == 0)) *last = (Last){s, n, plain_prefix(s, q, end, bare)};
+    return last->plain && plain_message(q + 10, end);
 }
 
 static int load_prefixes(PyObject *seq, Prefix *out, int *k, PyObject *keep) {
@@ -348,7 +381,15 @@ static int load_prefixes(PyObject *seq, Prefix *out, int *k, PyObject *keep) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "prefixes: non-empty bytes");
             return -1;
         }
-        out[i] = (Prefix){PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)};
+        Prefix *p = &out[i];
+        *p = (Prefix){PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), {0, 0}, {0, 0}, 0};
+        unsigned char v[16] = {0}, k[16] = {0};
+        for (Py_ssize_t j = 0; j < p->n; j++) {
+            if (p->s[j] == '#') p->digits = 1;
+            if (j < 16 && p->s[j] != '#') v[j] = (unsigned char)p->s[j], k[j] = 0xff;
+        }
+        memcpy(p->value, v, 16);
+        memcpy(p->mask, k, 16);
     }
     *k = (int)n;
     Py_DECREF(fast);
@@ -368,16 +409,26 @@ static int set_init(Set *m, Py_ssize_t max_entries, Py_ssize_t max_bytes) {
 }
 
 static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
-    static char *names[] = {"facts", "volatiles", "max_entries", "max_bytes", NULL};
-    PyObject *facts, *volatiles;
+    static char *names[] = {"facts", "volatiles", "max_entries", "max_bytes", "own", "wrap", NULL};
+    PyObject *facts, *volatiles, *own = NULL;
     Py_ssize_t me, mb;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn", names, &facts, &volatiles, &me, &mb)) return -1;
+    self->wrap = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn|On", names, &facts, &volatiles, &me, &mb, &own, &self->wrap))
+        return -1;
     if (set_init(&self->msgs, me, mb) < 0 || set_init(&self->inits, me, mb) < 0) return -1;
     Py_XSETREF(self->keep, PyList_New(0));
     if (!self->keep) return -1;
     if (load_prefixes(facts, self->facts, &self->nfacts, self->keep) < 0) return -1;
     if (load_prefixes(volatiles, self->volatiles, &self->nvolatiles, self->keep) < 0) return -1;
+    self->nown = 0;
+    if (own && load_prefixes(own, self->own, &self->nown, self->keep) < 0) return -1;
     memset(self->by_first, 0, sizeof self->by_first);
+    memset(self->volatile_first, 0, sizeof self->volatile_first);
+    for (int i = 0; i < self->nvolatiles; i++) {
+        unsigned char c = (unsigned char)self->volatiles[i].s[0];
+        for (int b = 0; b < 256; b++)
+            if (c == '#' ? (b >= '0' && b <= '9') : b == c) self->volatile_first[b] = 1;
+    }
     for (int i = 0; i < self->nfacts; i++) {
         unsigned char c = (unsigned char)self->facts[i].s[0];
         for (int b = 0; b < 256; b++)
@@ -524,7 +575,7 @@ static const char *line_end(const char *p, const char *end, int *bad, const char
             _mm_and_si128(_mm_cmpeq_epi8(v, capital_n), _mm_cmpeq_epi8(after, capital_c))) & before;
         if (ns) {
             if (!*n) *n = p + __builtin_ctz(ns);
-            *count += __builtin_popcount(ns);
+            for (unsigned k = ns; k; k &= k - 1) ++*count; /* mostly 0 or 1 bits: no popcnt call */
         }
         if (b & before) *bad = 1;
         if (m) {
@@ -555,12 +606,148 @@ static const char *line_end(const char *p, const char *end, int *bad, const char
 }
 #endif
 
+static int letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+
+/* the first k[0:n] in [s, e), or NULL */
+static const char *holds_at(const char *s, const char *e, const char *k, size_t n) {
+    for (const char *p = s; (size_t)(e - p) >= n && (p = memchr(p, k[0], (size_t)(e - p) - n + 1)) != NULL; p++)
+        if (memcmp(p, k, n) == 0) return p;
+    return NULL;
+}
+
+static int holds(const char *s, const char *e, const char *k, size_t n) { return holds_at(s, e, k, n) != NULL; }
+
+/* prefixes._OWN_LINE.match: "step 1", "Iter #2", "loss=", "Epoch ", "$ ", "===" */
+static int own_shape(const char *s, const char *e) {
+    size_t n = (size_t)(e - s);
+    if (n >= 2 && (s[0] == '$' || s[0] == '>') && s[1] == ' ') return 1;
+    if (n >= 3 && (s[0] == '=' || s[0] == '*' || s[0] == '-') && s[1] == s[0] && s[2] == s[0]) return 1;
+    const char *p = s;
+    while (p < e && letter(*p)) p++;
+    if (p > s && p < e && *p == ' ') { /* [A-Za-z]+ #?\d */
+        const char *q = p + 1;
+        if (q < e && *q == '#') q++;
+        if (q < e && *q >= '0' && *q <= '9') return 1;
+    }
+    if (p - s >= 2 && p < e && (*p == ':' || *p == '=')) return 1; /* [A-Za-z]{2,}[:=] */
+    if (n >= 3 && s[0] >= 'A' && s[0] <= 'Z') { /* [A-Z][a-z]+ and a blank */
+        for (p = s + 1; p < e && *p >= 'a' && *p <= 'z'; p++) {}
+        if (p > s + 1 && p < e && *p == ' ') return 1;
+    }
+    return 0;
+}
+
+static int word(char c) { return letter(c) || (c >= '0' && c <= '9') || c == '_'; }
+static int blank(char c) { return c == ' ' || c == '\t'; }
+
+/* printable ASCII or tabs only: the line path's decode leaves such a line as it is, and \s is a blank in it */
+static int printable(const char *s, const char *e) {
+    for (const char *p = s; p < e; p++)
+        if (*p != '\t' && (*p < 0x20 || *p > 0x7e)) return 0;
+    return 1;
+}
+
+static int lit(const char **p, const char *e, const char *w) {
+    size_t n = strlen(w);
+    if ((size_t)(e - *p) < n || memcmp(*p, w, n) != 0) return 0;
+    *p += n;
+    return 1;
+}
+
+static int digits(const char **p, const char *e) {
+    const char *s = *p;
+    while (*p < e && **p >= '0' && **p <= '9') ++*p;
+    return *p > s;
+}
+
+/* (?:/(?:a|b))* then the end */
+static int only_suffixes(const char *p, const char *e, const char *a, const char *b) {
+    while (lit(&p, e, a) || lit(&p, e, b)) {}
+    return p == e;
+}
+
+/* prefixes._WHOLE_TRANSPORT.fullmatch(p[0:e-p]): a transport named whole, as NCCL prints it */
+static int whole_transport(const char *s, const char *e) {
+    const char *p = s, *q;
+    if (lit(&p, e, "P2P/")) {
+        static const char *const kinds[] = {"IPC", "CUMEM", "MNNVL", "direct pointer", "direct"};
+        for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+            if ((q = p, lit(&q, e, kinds[i])) && only_suffixes(q, e, "/read", "/CE")) return 1;
+        q = p;
+        return lit(&q, e, "indirect/") && digits(&q, e) && lit(&q, e, "[") && digits(&q, e) && lit(&q, e, "]")
+               && only_suffixes(q, e, "/read", "/CE");
+    }
+    if (lit(&p, e, "SHM")) return only_suffixes(p, e, "/direct", "/CE");
+    p = s;
+    if (lit(&p, e, "direct shared memory") || lit(&p, e, "NVLS")) return p == e;
+    if (!lit(&p, e, "NET/") && !lit(&p, e, "COLLNET/")) return 0;
+    if (p == e || !letter(*p)) return 0;
+    while (p < e && (word(*p) || *p == ' ')) p++;
+    if (!lit(&p, e, "/") || !digits(&p, e)) return 0;
+    q = p;
+    if (lit(&q, e, "(") && digits(&q, e) && lit(&q, e, ")")) p = q;
+    lit(&p, e, "/GDRDMA");
+    lit(&p, e, "(PCI)");
+    lit(&p, e, "/Shared");
+    return p == e;
+}
+
+/* Whether prefixes.continues(prev, cur, before) is False for every `before`, where prev [ps, pe) is printable
+ * and holds no "<std" (the line path reads it whole), by its last rules: after "via" and a whole transport,
+ * only a rest that starts with '/' or '(' extends it; with no "via" and no edge cut (" : "), only a rest that
+ * starts with a blank. 0: not known here. */
+static int ends_whole(const char *ps, const char *pe, const char *s, const char *e) {
+    for (const char *v = ps; (v = holds_at(v, pe, "via", 3)) != NULL; v += 3) { /* _VIA.search */
+        if ((v > ps && word(v[-1])) || v + 3 == pe || !blank(v[3])) continue;
+        const char *a = v + 3, *z = pe;
+        while (a < pe && blank(*a)) a++;
+        if (a - (v + 3) < 2 && a == pe) continue; /* one blank, then the end: no match here */
+        if (a == pe) return 0;                    /* only blanks: a blank of them is the transport */
+        while (blank(z[-1])) z--;
+        return whole_transport(a, z) && s < e && *s != '/' && *s != '(';
+    }
+    return !holds(ps, pe, " : ", 3) && s < e && !blank(*s);
+}
+
+/* A line that starts with prefixes.HOST up to its first ':' (and, plain_line checked, ":pid:tid [dev] NCCL
+ * INFO|WARN" and a blank after it) is one prefixes.NCCL_PREFIX matches at its start: never the rest of another. */
+static int host_first(const char *s, const char *e) {
+    if (s == e || !(alnum(*s) || *s == '_' || *s == '*')) return 0;
+    const char *p = s;
+    while (p < e && *p != ':' && host_char(*p)) p++;
+    return p < e && *p == ':';
+}
+
+/* what the line before a line is: a print, a plain NCCL line (plain_line: then one that starts with its host,
+ * host_first, is never the rest of another), or anything else */
+enum { OTHER, PLAIN, PRINT };
+
+/* Whether the line [s, e), which holds no "NCCL " tag, is a print the line path reads alone: printable, no
+ * launcher tag to cut at ("<std"), and neither continued by the next line (it holds no "NCCL ") nor the rest
+ * of the line before it, `prev` [ps, pe): a print (no "NCCL " either), or a plain line (never a rest itself)
+ * shorter than a terminal (`wrap`) or that ends whole (ends_whole); or a line of its own whatever the line
+ * before it (a part of prefixes.own_line: blank, "#", "[" or "NCCL" first, one of the `own` strings, or
+ * _OWN_LINE's shape). */
+static int lone_print(const Messages *m, const char *s, const char *e, int prev, const char *ps, const char *pe) {
+    if (!printable(s, e) || holds(s, e, "<std", 4)) return 0;
+    if (prev == PRINT) return 1;
+    const char *p = s;
+    while (p < e && blank(*p)) p++;
+    if (p == e || *p == '#' || *p == '[' || (e - p >= 4 && memcmp(p, "NCCL", 4) == 0)) return 1;
+    for (int i = 0; i < m->nown; i++)
+        if (holds(s, e, m->own[i].s, (size_t)m->own[i].n)) return 1;
+    if (own_shape(s, e)) return 1;
+    if (prev != PLAIN || !host_first(ps, pe)) return 0;
+    if (pe - ps < m->wrap) return 1;
+    return printable(ps, pe) && !holds(ps, pe, "<std", 4) && ends_whole(ps, pe, s, e);
+}
+
 static PyObject *Messages_scan(Messages *self, PyObject *args) {
     Py_buffer v;
     Py_ssize_t lo, hi, first, last, width;
     PyObject *good = Py_None;
     if (!PyArg_ParseTuple(args, "y*nnnnn|O", &v, &lo, &hi, &first, &last, &width, &good)) return NULL;
-    PyObject *found = NULL, *warns = NULL, *odd = NULL, *out = NULL;
+    PyObject *found = NULL, *warns = NULL, *odd = NULL, *prints = NULL, *out = NULL;
     Win w = {0};
     self->msgs.mark = self->msgs.alen;
     if (bounds(&v, first, last) < 0) goto done;
@@ -574,21 +761,25 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
         out = Py_NewRef(Py_None);
         goto done;
     }
-    found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0);
-    if (!found || !warns || !odd || win_start(&w, b, v.len, width, good) < 0) goto done;
-    for (Py_ssize_t pos = first; pos < last;) {
+    found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0), prints = PyList_New(0);
+    if (!found || !warns || !odd || !prints || win_start(&w, b, v.len, width, good) < 0) goto done;
+    int prev = OTHER, here = OTHER; /* the line at `first` is read by the line path: not known here */
+    Last lastp = {NULL, 0, 0};
+    const char *ps = b, *pe = b;       /* the line before this one */
+    for (Py_ssize_t pos = first; pos < last; prev = here, here = OTHER) {
         Py_ssize_t s = pos + 1;
         int bad = 0;
         const char *q;
         int ns;
         Py_ssize_t e = line_end(b + s, b + last, &bad, &q, &ns) - b;
         pos = e;
+        const char *ls = ps, *le = pe;
+        ps = b + s, pe = b + e;
         if (bad) {
             set_rollback(&self->msgs);
             out = Py_NewRef(Py_None);
             goto done;
         }
-        if (width > 0 && win_line(&w, s) < 0) goto done;
         const char *end = b + e, *msg = NULL;
         int kind = 0, tags = 0;
         for (int left = ns; q != NULL && q < end && left > 0 && tags < 2; left--) { /* each "NC" */
@@ -600,16 +791,27 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
                 q = left > 1 ? memchr(q + 1, 'N', (size_t)(end - q - 1)) : NULL;
             while (q != NULL && (end - q < 2 || q[1] != 'C'));
         }
+        if (width > 0 && tags == 0 && lone_print(self, b + s, end, prev, ls, le)) { /* in no run of windows */
+            if (win_close(&w, s) < 0 || append_steal(prints, Py_BuildValue("(nn)", s, e)) < 0) goto done;
+            w.prev = -1;
+            here = PRINT;
+            continue;
+        }
+        if (width > 0 && win_line(&w, s) < 0) goto done;
         if (tags != 1) { /* no NCCL tag (a bare pre-2.3 line?), or two (a second prefix glued on?) */
             if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
             continue;
         }
-        if (!plain_line(b + s, msg, end, width > 0) && append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
+        if (plain_line(&lastp, b + s, msg, end, width > 0))
+            here = PLAIN;
+        else if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0)
+            goto done;
         if (!kind) continue;
         q = msg;
         size_t n = (size_t)(end - q);
         int seen;
-        if (kind == 1 && any_start(q + 10, end - q - 10, self->volatiles, self->nvolatiles)) {
+        if (kind == 1 && self->volatile_first[(unsigned char)q[10]]
+            && any_start(q + 10, end - q - 10, self->volatiles, self->nvolatiles)) {
             Py_ssize_t k = masked(self, q, n);
             seen = k < 0                                              ? -1
                    : set_next_is(&self->inits, self->scratch, (size_t)k) ? 1
@@ -625,12 +827,13 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
         if (!seen && append_steal(found, Py_BuildValue("(y#nn)", q, (Py_ssize_t)n, s, e)) < 0) goto done;
     }
     if (width > 0 && win_close(&w, last + 1) < 0) goto done;
-    out = PyTuple_Pack(5, found, warns, w.runs, w.tail, odd);
+    out = PyTuple_Pack(6, found, warns, w.runs, w.tail, odd, prints);
 done:
     if (!out) set_rollback(&self->msgs);
     Py_XDECREF(found);
     Py_XDECREF(warns);
     Py_XDECREF(odd);
+    Py_XDECREF(prints);
     win_free(&w);
     PyBuffer_Release(&v);
     return out;
@@ -714,14 +917,16 @@ static PyObject *Messages_add_inits(Messages *self, PyObject *seq) {
 
 static PyMethodDef Messages_methods[] = {
     {"scan", (PyCFunction)Messages_scan, METH_VARARGS,
-     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail, odd), or None when "
+     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail, odd, prints), or None when "
      "buf[lo:hi] holds a byte the line path must clean (non-ASCII, ESC, CR, NUL). Of the lines after "
      "buf[first] up to buf[last]: found, [(message, line start, line end)] of messages not read before (and of "
      "volatile ones unlike the init lines given), in file order; warns, every WARN message; runs, [(start, "
      "end)] of runs of lines that share their first `width` bytes, a window not in `good` (a Strings); tail, "
      "starts of lines too near the buffer's end to have a window (no runs and no tail when width is 0); odd, "
      "[(start, end)] of lines with no 'NCCL ' tag or more than one (their messages are not looked at), or "
-     "whose prefix is not plain (known.TAIL; with a width, no ':' before ':pid')"},
+     "whose prefix is not plain (known.TAIL; with a width, no ':' before ':pid'); prints (with a width only), "
+     "[(start, end)] of lines with no 'NCCL ' tag that the line path reads alone (own_print), in no run or tail "
+     "and not in odd"},
     {"rollback", (PyCFunction)Messages_rollback, METH_NOARGS,
      "forget the messages the last scan added (its span went to the line path after all)"},
     {"forget", (PyCFunction)Messages_forget, METH_O,
@@ -738,8 +943,9 @@ static PyTypeObject MessagesType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpcbench.parse._scan.Messages",
     .tp_basicsize = sizeof(Messages),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes): the fast path's set of messages read, and "
-              "its pass over a span. facts and volatiles: message starts, as bytes ('#' is a digit).",
+    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes, own=()): the fast path's set of messages read, "
+              "and its pass over a span. facts and volatiles: message starts, as bytes ('#' is a digit); own: strings "
+              "that make a line one of its own (prefixes.NOT_CONTINUATIONS).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Messages_init,
     .tp_dealloc = (destructor)Messages_dealloc,
@@ -802,8 +1008,89 @@ static PyTypeObject StringsType = {
     .tp_as_sequence = &Strings_seq,
 };
 
+/* [p, e) starts with w: then past it */
+static int take(const char **p, const char *e, const char *w) { return lit(p, e, w); }
+
+/* digits, then optionally "[...]" (no ']' inside): EDGE's "(\d+)(?:\[[^\]]*\])?"; the digits' end in *d */
+static int rank_at(const char **p, const char *e, const char **d) {
+    if (!digits(p, e)) return 0;
+    *d = *p;
+    if (*p < e && **p == '[') {
+        const char *c = memchr(*p, ']', (size_t)(e - *p));
+        if (c) *p = c + 1; /* else the group is not taken, and what follows cannot match: the caller declines */
+    }
+    return 1;
+}
+
+static PyObject *str_of(const char *a, const char *z) { return PyUnicode_DecodeASCII(a, z - a, NULL); }
+
+/* edge(line) -> (host, message, channel, src, dst, direction, raw) or None. A bare plain INFO line (its host
+ * first, ":pid:tid [dev] NCCL INFO" and a blank, printable, one NCCL tag, no launcher tag), prefixes.clean_plain's
+ * host and message (its end's blanks cut), whose message nccl.EDGE matches at its start, with EDGE's groups
+ * (dst and direction None where absent). Taken greedily, as the regex tries them first: where that does
+ * not match to the end, the regex would not either, or would match later in the message (EDGE.search): None,
+ * and the caller reads the line as any other. tests/test_logs_scan.py holds it to the regexes. */
+static PyObject *edge(PyObject *Py_UNUSED(mod), PyObject *arg) {
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "edge: bytes");
+        return NULL;
+    }
+    const char *s = PyBytes_AS_STRING(arg), *e = s + PyBytes_GET_SIZE(arg), *p;
+    if (!printable(s, e) || holds(s, e, "<std", 4) || !host_first(s, e)) Py_RETURN_NONE;
+    const char *host_end = memchr(s, ':', (size_t)(e - s));
+    p = host_end + 1;
+    if (!digits(&p, e) || !take(&p, e, ":") || !digits(&p, e) || !take(&p, e, " [") || !digits(&p, e)
+        || !take(&p, e, "] NCCL INFO") || p == e || !blank(*p))
+        Py_RETURN_NONE;
+    const char *m = ++p, *z = e;
+    if (holds(m, e, "NCCL ", 5)) Py_RETURN_NONE; /* a second tag: the fast path hands such a line on as odd */
+    while (z > m && blank(z[-1])) z--;
+    const char *c0, *c1, *a0, *a1, *b0 = NULL, *b1 = NULL, *d0 = NULL, *d1 = NULL, *r0;
+    if (!take(&p, z, "Channel ") && !take(&p, z, "Ring ")) Py_RETURN_NONE;
+    c0 = p;
+    if (!digits(&p, z)) Py_RETURN_NONE;
+    c1 = p;
+    const char *q = p;
+    if (take(&q, z, "/") && digits(&q, z)) p = q;
+    if (!take(&p, z, " : ")) Py_RETURN_NONE;
+    a0 = p;
+    if (!rank_at(&p, z, &a1)) Py_RETURN_NONE;
+    q = p;
+    if (take(&q, z, " -> ") && (b0 = q, rank_at(&q, z, &b1)))
+        p = q;
+    else
+        b0 = NULL;
+    q = p;
+    if (take(&q, z, " [") && ((d0 = q, take(&q, z, "send")) || (q = d0, take(&q, z, "receive"))) && (d1 = q, take(&q, z, "]")))
+        p = q;
+    else
+        d0 = NULL;
+    if (p == z || !blank(*p)) Py_RETURN_NONE;
+    while (p < z && blank(*p)) p++;
+    if (!take(&p, z, "via") || p == z || !blank(*p)) Py_RETURN_NONE;
+    while (p < z && blank(*p)) p++;
+    if (p == z) Py_RETURN_NONE; /* only blanks after "via": the regex takes one of them for the transport */
+    r0 = p;
+    PyObject *out = PyTuple_New(7);
+    if (!out) return NULL;
+    PyObject *items[7] = {str_of(s, host_end), str_of(m, z), str_of(c0, c1), str_of(a0, a1),
+                          b0 ? str_of(b0, b1) : Py_NewRef(Py_None), d0 ? str_of(d0, d1) : Py_NewRef(Py_None),
+                          str_of(r0, z)};
+    for (int i = 0; i < 7; i++) {
+        if (!items[i]) {
+            for (int j = 0; j < 7; j++) Py_XDECREF(items[j]);
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < 7; i++) PyTuple_SET_ITEM(out, i, items[i]);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"dominated", dominated, METH_VARARGS, "dominated(buf, lo, hi) -> fastpath.nccl_dominated's answer"},
+    {"edge", edge, METH_O, "edge(line) -> (host, message, channel, src, dst, direction, raw) of a bare plain "
+     "INFO line whose message nccl.EDGE matches at its start, or None"},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, module_methods};

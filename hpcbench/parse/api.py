@@ -13,12 +13,14 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from hpcbench.errors import ConfigError, NoSuchFile
 from hpcbench.parse import results
-from hpcbench.parse.evidence import Evidence, Reader
 from hpcbench.parse.scan import CHUNK, MAX_LINE, Scanner
+
+if TYPE_CHECKING:  # imported by read_log: `hpcbench parse` does without its regexes (~10 ms of its start)
+    from hpcbench.parse.evidence import Evidence, Reader
 
 WHOLE_JSON_MAX = 64 << 20  # a result.json is small; bigger files are only scanned line by line
 
@@ -37,6 +39,8 @@ def parse_file(path: str | Path) -> dict[str, Any]:
 
 
 def read_log(path: str | Path) -> Log:
+    from hpcbench.parse.evidence import Reader
+
     reader = Reader(Path(path).name)
     facts = _parse(path, reader)
     return Log(facts, reader.close(), reader.head)

@@ -3,6 +3,7 @@ log leaves them: parse reads no edge from one (nccl.py), check says it could not
 
 from __future__ import annotations
 
+import functools
 import re
 
 # The start of a transport line, up to the ranks, and whatever follows them: a line cut before or inside its
@@ -27,6 +28,7 @@ def edge_cut(tail: str | None) -> bool:
     return cut_transport(t[via + 4:])
 
 
+@functools.lru_cache(maxsize=4096)  # per edge line, ~2.5 us: a job prints a few transports 16,000 times
 def cut_transport(raw: str) -> bool:
     """A transport cut short ('NET/IB/0/GDR', 'P2P/IP', 'NET/'): its edge is not read, since what was cut off
     (GDRDMA, /read) would change the conclusions."""

@@ -10,8 +10,14 @@ It gives the line path the same facts by handing it every line that could add on
   a line's message being the text from its one tag: a 1024-rank job repeats the same edge lines for every
   communicator.
 A plain line of a known host whose message carries no fact, or was read before, adds nothing.
-Spans where a line could be the rest of a hard-wrapped one, or that hold non-ASCII or control bytes
-(which the line path cleans), are left to the line path.
+A line that may be the rest of the plain line before it (prefixes.continues) is handed on with that line,
+which the line path then joins as it does reading every line. Spans that hold non-ASCII or control bytes
+(which the line path cleans) are left to the line path.
+
+A training's print among the NCCL lines is handed on alone ('print') where the C scanner finds the line path
+reads it so: no tag, printable, a line of its own or after a plain line it cannot continue (_scan.c's
+lone_print); it then skips the prefix passes and the join check, and the scanner reads each distinct print's
+text once (scan.py).
 
 The passes over every line (each line's prefix, each message and whether it was read before) are done by
 the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets, about
@@ -29,14 +35,14 @@ from itertools import filterfalse
 
 from hpcbench.parse.known import GOOD_MAX, Known, Windows
 from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
-from hpcbench.parse.prefixes import WRAP_MIN, continues
+from hpcbench.parse.prefixes import NOT_CONTINUATIONS, WRAP_MIN, continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
 try:
     import hpcbench.parse._scan as _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None  # type: ignore[assignment]
-if _scan is not None and (getattr(_scan, "ABI", None) != 3 or os.environ.get(C_ENV) == "0"):
+if _scan is not None and (getattr(_scan, "ABI", None) != 5 or os.environ.get(C_ENV) == "0"):
     _scan = None  # type: ignore[assignment]  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
@@ -69,13 +75,15 @@ def compiled_messages() -> _scan.Messages | None:
     """The C scanner's set, made from the same message starts as the regexes; None where it is not built."""
     if _scan is None:
         return None
-    return _scan.Messages([p.encode() for p in FACT_PREFIXES], [p.encode() for p in INIT_STARTS], SEEN_MAX, SEEN_BYTES)
+    return _scan.Messages([p.encode() for p in FACT_PREFIXES], [p.encode() for p in INIT_STARTS], SEEN_MAX, SEEN_BYTES,
+                          [k.encode() for k in NOT_CONTINUATIONS], WRAP_MIN)
 
 
 # In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line
-# path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes):
-# the first line of a new message; ('nranks', n) from new init lines; ('warns', {message: n}): n more copies
-# of WARNs read before (last).
+# path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes,
+# bare): the first line of a new message, a plain line (known.py) that starts with its host when bare;
+# ('print', bytes, None): a line the line path reads alone, as it is (the C scanner's prints); ('nranks', n)
+# from new init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
 Parts = list[tuple]
 
 
@@ -88,6 +96,9 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     if first < 0 or first == last:
         return None
     # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
+    # A file's first span: its hosts are learned first (each one's first line is handed on), so that the C pass
+    # tests the lines' windows of them, and finds the prints among them.
+    learned = known.newcomers(buf, first, last) if not known.hosts else []
     c = seen.c
     if c is not None:  # one C pass: plain bytes, prefixes, the messages not read before, WARNs, windows
         known.compiled()
@@ -95,10 +106,11 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         got = c.scan(buf, lo, hi, first, last, width, _c_good(known))
         if got is None:
             return None
-        found, msgs, runs, tail, odd = got
-        bounds = _bounds(buf, first, last, known, (width, runs, tail), odd)
+        found, msgs, runs, tail, odd, prints = got
+        bounds = _bounds(buf, first, last, known, (width, runs, tail), odd, learned)
     else:
-        bounds = _bounds(buf, first, last, known, None, [])
+        prints = []
+        bounds = _bounds(buf, first, last, known, None, [], learned)
         odd = [] if bounds is None else _two_tags(buf, first, last, bounds)
         if bounds is not None and odd:
             bounds = sorted(set(bounds + odd))
@@ -116,12 +128,14 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     taken = {s for s, _, _ in others}
     if joined:
         fresh = _unjoined(buf, joined, fresh, new, last, taken, seen)
+    bare = known.window is not None  # the plain lines start with their host: no launcher tag or time stamp
     events = sorted([(s, "line", line, pred) for s, line, pred in others]
-                    + [(s, "fresh", line, -1) for s, line in fresh if s not in taken])
+                    + [(s, "fresh", line, bare) for s, line in fresh if s not in taken]
+                    + [(s, "print", buf[s:e], None) for s, e in prints])
     parts: Parts = [("text", buf[lo:first])]
     if nranks is not None:
         parts.append(("nranks", nranks))
-    parts += [(kind, line, pred) if kind == "line" else (kind, line) for _, kind, line, pred in events]
+    parts += [(kind, line, x) for _, kind, line, x in events]
     warns = _warn_copies(msgs, new, seen, [line for s, _, line, _ in events if s <= last])
     if warns:
         parts.append(("warns", warns))
@@ -175,20 +189,26 @@ def nccl_dominated(buf: bytes, lo: int, hi: int) -> bool:
 
 
 def _bounds(buf: bytes, first: int, last: int, known: Known, windows: Windows | None,
-            odd: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+            odd: list[tuple[int, int]], learned: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
     """(start, end), in order, of every line after the first up to ``last`` that is not a plain line of a
-    known host, and of ``odd`` (lines with no NCCL tag or two); None when they are too many for the fast
-    path to pay. When they are too many because hosts are new (the first spans of a file), those hosts
-    are learned from the first line of each, which is handed on, and the lines are looked for again."""
+    known host, of ``odd`` (lines with no NCCL tag or two) and of ``learned`` (the first line of each host
+    learned from this span); None when they are too many for the fast path to pay. When they are too many
+    because hosts are new (a late host), those hosts are learned from the first line of each, which is
+    handed on, and the lines are looked for again."""
     limit = int((last - first) * OTHERS_MAX)
-    found: list[tuple[int, int]] = []
+    found = list(learned)
     for attempt in (0, 1):
-        lines = known.unknown_lines(buf, first, last, limit + 1, windows) + odd
+        lines = known.unknown_lines(buf, first, last, limit + 1, windows)
+        more = known.newcomers_in(buf, lines)  # a host first seen here: its first line only is handed on
+        if more:
+            found += more
+            lines = known.unknown_lines(buf, first, last, limit + 1, windows)
+        lines += odd
         if len(lines) + len(found) <= limit:
             break
         if attempt:
             return None
-        found = known.newcomers(buf, first, last)
+        found += known.newcomers(buf, first, last)
     return sorted(set(lines + found))
 
 

@@ -87,6 +87,17 @@ class Known:
                 self.learn(buf[out[-1][0]:out[-1][1]])
         return out
 
+    def newcomers_in(self, buf: bytes, lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``newcomers`` among ``lines`` (start, end): the first of each that shows a host not known yet, which
+        it learns."""
+        out = []
+        for s, e in lines:
+            m = PLAIN.match(buf, s, e)
+            if m is not None and m["host"] not in self.hosts:
+                out.append((s, e))
+                self.learn(buf[s:e])
+        return out
+
     def compiled(self) -> re.Pattern[bytes]:
         if self._dirty and self.hosts:
             self._dirty = False

@@ -118,6 +118,11 @@ def normalise(raw: str) -> str:
 class NcclState:
     """Accumulates facts line by line; ``result()`` gives the issue's ``nccl`` object."""
 
+    # A print (no NCCL prefix or marker) that holds none of these changes nothing here (_facts tests each first);
+    # NOT_EDGE: those of facts other than an edge's and NET/IB's (read_edge). tests/test_parse_marks.py
+    MARKS = ("CCL version", "via", "Using", "NET/IB", "anks ", "nvls", "NVLS", "ollNet", "ollnet")
+    NOT_EDGE = tuple(k for k in MARKS if k not in ("via", "NET/IB"))
+
     def __init__(self) -> None:
         self.seen = False
         self.version: str | None = None
@@ -135,7 +140,8 @@ class NcclState:
         self.rank_hosts: dict[int, set[str]] = {}
         self.nvls = False
         self.collnet = False
-        self.edges: dict[tuple[int, int, int, str], dict[str, Any]] = {}
+        # (channel, src, dst or -1, transport), as result() lists them: (raw, first host, direction); None: no peer
+        self.edges: dict[tuple[int, int, int, str], tuple[str, str | None, str | None] | None] = {}
         self._edge_msgs: set[str] = set()
         self._init_keys: set[tuple[str, str]] = set()
         self.warns: dict[str, dict[str, Any]] = {}
@@ -185,12 +191,7 @@ class NcclState:
                 for m in IB_IFACE.finditer(msg):
                     self.ib_ifaces[m.group(1)] = None
         if "NET/IB" in msg:
-            self.seen = True
-            for m in IB_DEVICE.finditer(msg):
-                self.ib_devices[m.group(1)] = None
-                self.link_layers.add(m.group(2))
-            if IB_NODEV.search(msg):
-                self.ib_failed = True
+            self._net_ib(msg)
         if "anks " in msg:
             m = _INIT.match(msg) or NRANKS.search(msg)
             if m:
@@ -204,6 +205,28 @@ class NcclState:
                 self.nvls = True
         if ("ollNet" in msg or "ollnet" in msg) and COLLNET_USED.search(msg):
             self.collnet = True
+
+    def _net_ib(self, msg: str) -> None:
+        self.seen = True
+        for m in IB_DEVICE.finditer(msg):
+            self.ib_devices[m.group(1)] = None
+            self.link_layers.add(m.group(2))
+        if IB_NODEV.search(msg):
+            self.ib_failed = True
+
+    def read_edge(self, host: str | None, msg: str, ch: str, a: str, b: str | None, direction: str | None,
+                  raw: str) -> bool:
+        """``feed`` of a plain INFO line of ``host`` whose message ``msg`` is an edge, cut into EDGE's groups by
+        _scan.edge; False, having read nothing, where a fact other than the edge's may be in it (NOT_EDGE)."""
+        if any(k in msg for k in self.NOT_EDGE):
+            return False
+        self.seen = True  # feed: a host, a level
+        if host:
+            self.add_host(host)
+        self._edge_of(host, msg, ch, a, b, direction, raw)
+        if "NET/IB" in msg:
+            self._net_ib(msg)
+        return True
 
     def _warn(self, ln: Line) -> None:
         text = ln.msg.strip()
@@ -222,34 +245,36 @@ class NcclState:
 
     def _edge(self, ln: Line) -> None:
         msg = ln.msg
-        m = EDGE.search(msg)
-        if m and cut_transport(m.group(5)):
-            return  # said as 'could not read' by the check that reads the lines (checks.py)
+        m = EDGE.match(msg) or EDGE.search(msg)  # the same match: a search tries the start first
         if m:
-            ch, a, b, direction, raw = m.groups()
-            self._transport(raw)
-            src, chan, t = int(a), int(ch), normalise(raw)
-            dst = None if b is None else int(b)
-            key = (src, -1 if dst is None else dst, chan, t)
-            if key not in self.edges:
-                if t.startswith("NET/"):  # the network of transport lines: the one with most edges
-                    name = t[4:].removesuffix("/GDRDMA")
-                    self.net_counts[name] = self.net_counts.get(name, 0) + 1
-                if dst is None:
-                    self.edges[key] = {}  # counted, not listed: a line with no peer is no edge
-                    return
-                self.edges[key] = {"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw,
-                                   "host": ln.host, "scope": None, "_dir": direction}
-            # The rank that printed it runs on this host. Only the first copy of a message counts: a
-            # later copy (another communicator, maybe on another host) adds nothing the fast path reads.
-            if dst is not None and m.group(0) not in self._edge_msgs and len(self._edge_msgs) < EDGE_MSGS_MAX:
-                self._edge_msgs.add(m.group(0))
-                self.rank_on(dst if direction == "receive" else src, ln.host)
+            self._edge_of(ln.host, m.group(0), *m.groups())
             return
         m = COLL_EDGE.search(msg)
         if m:
             self._transport(m.group(4))
             self.collnet = True
+
+    def _edge_of(self, host: str | None, whole: str, ch: str, a: str, b: str | None, direction: str | None,
+                 raw: str) -> None:
+        """The edge of EDGE's match ``whole`` and its groups, printed on ``host``."""
+        if cut_transport(raw):
+            return  # said as 'could not read' by the check that reads the lines (checks.py)
+        self._transport(raw)
+        src, chan, t = int(a), int(ch), normalise(raw)
+        dst = None if b is None else int(b)
+        key = (chan, src, -1 if dst is None else dst, t)
+        if key not in self.edges:
+            if t.startswith("NET/"):  # the network of transport lines: the one with most edges
+                name = t[4:].removesuffix("/GDRDMA")
+                self.net_counts[name] = self.net_counts.get(name, 0) + 1
+            self.edges[key] = None if dst is None else (raw, host, direction)  # a line with no peer is no edge
+        if dst is None:
+            return
+        # The rank that printed it runs on this host. Only the first copy of a message counts (what the fast path reads)
+        seen = self._edge_msgs
+        if whole not in seen and len(seen) < EDGE_MSGS_MAX:
+            seen.add(whole)
+            self.rank_on(dst if direction == "receive" else src, host)
 
     def _transport(self, raw: str) -> None:
         self.seen = True
@@ -280,10 +305,6 @@ class NcclState:
             return max(self.net_counts, key=lambda k: self.net_counts[k]), "transport_lines"
         return None, None
 
-    def host_of(self, rank: int) -> str | None:
-        hs = self.rank_hosts.get(rank)
-        return next(iter(hs)) if hs and len(hs) == 1 else None
-
     def result(self) -> dict[str, Any] | None:
         if not self.seen:
             return None
@@ -292,21 +313,17 @@ class NcclState:
             transports.add("NVLS")
         if self.collnet:
             transports.add("CollNet")
+        one = {r: next(iter(hs)) for r, hs in self.rank_hosts.items() if len(hs) == 1}  # a rank's one host
         edges = []
-        for stored in self.edges.values():
-            if not stored:
+        for (chan, src, dst, t), stored in sorted(self.edges.items()):  # by channel, src, dst, transport: the keys
+            if stored is None:
                 continue
-            e = dict(stored)
-            direction = e.pop("_dir")
-            hs, hd = self.host_of(e["src"]), self.host_of(e["dst"])
-            if hs and hd:
-                e["scope"] = "intra" if hs == hd else "inter"
-            elif direction and e["transport"].startswith("NET/"):
-                e["scope"] = "inter"
-            elif e["transport"].startswith(INTRA_ONLY):
-                e["scope"] = "intra"
-            edges.append(e)
-        edges.sort(key=lambda e: (e["channel"], e["src"], e["dst"], e["transport"]))
+            raw, host, direction = stored
+            hs, hd = one.get(src), one.get(dst)
+            scope = (("intra" if hs == hd else "inter") if hs and hd else "inter" if direction and t.startswith("NET/")
+                     else "intra" if t.startswith(INTRA_ONLY) else None)
+            edges.append({"channel": chan, "src": src, "dst": dst, "transport": t, "raw": raw, "host": host,
+                          "scope": scope})
         network, source = self.network()
         link = "+".join(self._link_layers()) or None
         return {

@@ -52,6 +52,11 @@ def _wrong(tok: str) -> int | float | str:
 
 
 class NcclTestsState:
+    # A line that holds none of these changes nothing here: each branch of feed tests one of them first (a
+    # header its "type" column, a row its type's name).
+    MARKS = ("Rank", "Avg bus bandwidth", "Collective test", "nThread", "Using devices", "rccl-tests", "_perf", "place",
+             "type", *sorted(TYPES))
+
     def __init__(self) -> None:
         self.header: list[str] | None = None
         self.rows: list[dict[str, Any]] = []

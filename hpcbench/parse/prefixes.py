@@ -11,6 +11,7 @@ the same prefix without the ``NCCL`` tag.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -130,6 +131,16 @@ def clean(text: str) -> Line:
     return _split_marker(line, text)
 
 
+def clean_plain(text: str) -> Line:
+    """``clean(text)`` for a line the fast path found plain, with no launcher tag or time stamp (known.py): a
+    host, ":pid:tid [dev] ", one "NCCL INFO" or "NCCL WARN" and a blank, and a message that starts with no
+    second prefix. Cut by position, not read by regexes: a 1024-rank job's first communicator is ~18,000
+    such lines, each new (tests/test_logs_fastpath.py compares the two on every plain line of the corpus)."""
+    text = text.rstrip()
+    k = text.index("NCCL ")
+    return Line(text=text, host=host_name(text[:text.index(":")]), level=text[k + 5:k + 9], msg=text[k + 10:])
+
+
 def _peeled(text: str) -> Line:
     """Launcher labels, timestamps and paste marks off the front; the rank and tag they name."""
     rank = tag = None
@@ -162,17 +173,18 @@ def _with_prefix(line: Line, text: str, m: re.Match[str]) -> Line:
     ranks wrote at once, and the first one's message went to the next line) its host counts too, and the
     message is the one after it. A prefix in the middle of a message is not read: it may be glued to the
     end of a cut word ("cudaDev 1 nvm" + "host:pid:tid"), which would make a host of "nvmhost"."""
-    line.host = _host(m.group(1))
+    line.host = host_name(m.group(1))
     _split_marker(line, text[m.end():], bare=True)
     while line.msg[:1].isalnum() and (n := NCCL_PREFIX.match(line.msg)):
         if line.host:
             line.glued += (line.host,)
-        line.host = _host(n.group(1))
+        line.host = host_name(n.group(1))
         _split_marker(line, line.msg[n.end():], bare=True)
     return line
 
 
-def _host(name: str) -> str | None:
+@functools.lru_cache(maxsize=4096)  # a log names few hosts, on every line
+def host_name(name: str) -> str | None:
     """An IP or a bare number in the host slot (a launcher rewrote it) names no host."""
     return None if name.isdigit() or _IPV4.match(name) else name
 
@@ -191,7 +203,7 @@ def _split_marker(line: Line, rest: str, bare: bool = False) -> Line:
 WRAP_MIN = 79  # a terminal is at least 80 columns wide; shorter lines were not wrapped
 _ROW = re.compile(r"\s*\d+\s+\d+\s")
 _WHOLE_EDGE = re.compile(r"\s*(?:Ring|Channel|CollNet|Coll) \d+\S* : .* via ")
-_NOT_CONTINUATIONS = ("/sec", "NCCL version", MARK)
+NOT_CONTINUATIONS = ("/sec", "NCCL version", MARK)  # a line that holds one is a line of its own
 # What a program prints as a line of its own, never the rest of a wrapped one: a progress print ("step 1: loss
 # 0.5", "Epoch 3/10", "Iter #2", "loss=0.5", "hpcbench: ..."), a sentence ("Initializing NCCL across 2 nodes"),
 # a shell prompt or a rule of "=", "-" or "*".
@@ -210,17 +222,21 @@ _WHOLE_TRANSPORT = re.compile(
 _EDGE_CUT = re.compile(r"NCCL INFO[ \t]+(?:Channel|Ring|CollNet|Coll) \d+\S* : (?![\d ]*$)")  # not a ring listing
 
 
+def own_line(cur: str) -> bool:
+    """Whether ``cur`` is a line of its own, never the rest of another, whatever the line before it: blank, a
+    table row, a whole edge, a prefix, a label or a print of its own (_OWN_LINE). The C scanner (_scan.c)
+    tests a part of this, and hands such prints on alone (tests/test_logs_scan.py)."""
+    return (not cur.strip() or bool(_ROW.match(cur)) or any(k in cur for k in NOT_CONTINUATIONS)
+            or bool(_WHOLE_EDGE.match(cur)) or cur.lstrip().startswith(("#", "[", "NCCL"))
+            or bool(NCCL_PREFIX.match(cur)) or bool(_OWN_LINE.match(cur)))
+
+
 def continues(prev: str, cur: str, before: int) -> bool:
     """Whether ``cur`` is the rest of ``prev``, an NCCL line hard-wrapped by a terminal. ``before``: the
     length of the line before ``prev``. A terminal cuts at its width, so the first part is at least as
-    long as the line before it; ``prev`` shows it was cut (above); ``cur`` starts nowhere (no prefix, label,
-    table row, message or print of its own). Only the three lines decide, so the fast path, which skips most
-    lines, decides alike."""
-    if len(prev) < max(WRAP_MIN, before) or "NCCL " not in prev or not cur.strip() or _ROW.match(cur):
-        return False
-    if any(k in cur for k in _NOT_CONTINUATIONS) or _WHOLE_EDGE.match(cur):
-        return False
-    if cur.lstrip().startswith(("#", "[", "NCCL")) or NCCL_PREFIX.match(cur) or _OWN_LINE.match(cur):
+    long as the line before it; ``prev`` shows it was cut (above); ``cur`` starts nowhere (own_line). Only
+    the three lines decide, so the fast path, which skips most lines, decides alike."""
+    if len(prev) < max(WRAP_MIN, before) or "NCCL " not in prev or own_line(cur):
         return False
     if (via := _VIA.search(prev)) is not None:
         if _WHOLE_TRANSPORT.fullmatch(via.group(1)) and not cur.startswith(("/", "(")):

@@ -16,6 +16,8 @@ class Summaries:
     """The summary lines read (``hpcbench: <label>: 1574.9 samples/s, ...``), in file order: a log may hold
     several points' (job logs concatenated)."""
 
+    MARKS = (summary.MARK,)  # a line without it changes nothing here
+
     def __init__(self) -> None:
         self.points: list[dict[str, Any]] = []
 

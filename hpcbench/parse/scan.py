@@ -11,18 +11,23 @@ Two ways through a chunk, giving the same facts:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from hpcbench.parse import fastpath, parallel, results
 from hpcbench.parse.horovod import HorovodState
 from hpcbench.parse.nccl import NcclState
 from hpcbench.parse.nccltests import NcclTestsState
-from hpcbench.parse.prefixes import MPI_TAG, clean, continues, decode, split_mid_line_tags
+from hpcbench.parse.prefixes import MPI_TAG, Line, clean, clean_plain, continues, decode, host_name, split_mid_line_tags
 
 CHUNK = 2 << 20  # passes over a chunk this size hit the CPU cache: ~15% faster than 8 MiB
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
 FAST_MIN = 512 << 10  # smaller chunks always take the line path
 PARALLEL_MIN = 64 << 20  # smaller files are read by one process (starting workers costs ~0.1 s)
+PRINTS_MAX, PRINT_MAX = 4096, 512  # distinct prints remembered, and the longest remembered (memory stays bounded)
+# A print read before: its cleaned line, the readers it can change (each taking the line, or else its text) and
+# whether it holds a record
+Print = tuple[Line, tuple[tuple[Callable[[Any], None], bool], ...], bool]
 
 
 class Scanner:
@@ -34,6 +39,12 @@ class Scanner:
         self.summaries = results.Summaries()
         self.warnings: list[str] = []
         self.tags: dict[str, None] = {}
+        # the readers of prints, each with the marks a line must hold to change it (bound methods of the readers,
+        # not of the scanner: no reference cycle keeps a scanner's facts after the scan)
+        self._marked: tuple[tuple[Callable[[Any], None], bool, tuple[str, ...]], ...] = (
+            (self.nccl.feed, True, NcclState.MARKS), (self.tests.feed, False, NcclTestsState.MARKS),
+            (self.horovod.feed, False, HorovodState.MARKS), (self.summaries.feed, False, results.Summaries.MARKS))
+        self._prints: dict[str, Print] = {}
         self._pending: str | None = None
         self._before = 0  # length of the line before the pending one (hard-wrap test)
         self._seen = fastpath.Seen()  # NCCL messages already read (fast path)
@@ -64,18 +75,45 @@ class Scanner:
             self._process(text)
 
     def _process(self, text: str) -> None:
-        ln = clean(text)
-        if ln.tag:
-            self.tags[ln.tag] = None
+        got = self._prints.get(text)
+        if got is None:
+            ln = clean(text)
+            if ln.tag:
+                self.tags[ln.tag] = None
+            if ln.host or ln.level or ln.tag or len(text) > PRINT_MAX:
+                self._read(ln, text)
+                return
+            got = self._print(ln, text)
+        ln, readers, record = got
+        for feed, whole in readers:
+            feed(ln if whole else ln.text)
+        if record:
+            self._record(ln.text)
+
+    def _read(self, ln: Line, text: str) -> None:
+        """What every reader takes from the cleaned line ``ln`` of ``text``."""
         self.nccl.feed(ln)
         if ln.level is None:
             self.tests.feed(ln.text)
             self.horovod.feed(ln.text)
             self.summaries.feed(ln.text)
             if results.MARK in text:
-                rec = results.from_line(ln.text, self.warnings)
-                if rec is not None:
-                    self.records.append(rec)
+                self._record(ln.text)
+
+    def _record(self, text: str) -> None:
+        rec = results.from_line(text, self.warnings)
+        if rec is not None:
+            self.records.append(rec)
+
+    def _print(self, ln: Line, text: str) -> Print:
+        """A line with no NCCL prefix, marker or launcher tag (a training's print), and the readers it can change
+        (those whose MARKS it holds), kept for its next copies: a job prints the same lines again and again."""
+        got = (ln, tuple((feed, whole) for feed, whole, marks in self._marked if any(k in ln.text for k in marks)),
+               results.MARK in text)
+        if len(self._prints) >= PRINTS_MAX:
+            self._prints.clear()
+        self._prints[text] = got
+        return got
 
     # ---- chunks ----------------------------------------------------------------------------
     def feed_chunk(self, chunk: bytes) -> None:
@@ -93,6 +131,7 @@ class Scanner:
     def read_parts(self, parts: fastpath.Parts) -> None:
         """What the fast path hands on, in file order. A worker process's parts may repeat a message this
         scanner read from another worker's span: reading an INFO message again changes nothing."""
+        cut = fastpath._scan.edge if fastpath._scan is not None else None  # the pure engine reads every line itself
         for part in parts:
             kind = part[0]
             if kind == "text":
@@ -100,6 +139,10 @@ class Scanner:
             elif kind == "line":
                 self.lines += 1
                 self.feed_raw(part[1], part[2])
+            elif kind == "print":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing
+                self.lines += 1
+                self.flush()
+                self._process(part[1].decode())
             elif kind == "nranks":
                 self.nccl.nranks = max(self.nccl.nranks or 0, part[1])
                 self.nccl.seen = True
@@ -109,6 +152,15 @@ class Scanner:
             else:  # the first line of a new message: no line before it continues, none after (fastpath checked)
                 self.lines += 1
                 self.flush()
+                if part[2] and cut is not None and (f := cut(part[1])) is not None \
+                        and self.nccl.read_edge(host_name(f[0]), *f[1:]):
+                    continue  # an edge, cut by the C scanner: most new lines of a job's first communicator
+                text = part[1].decode()
+                # bare: plain ASCII that starts with a known host (no '<'): decode, which cleans control bytes in the
+                # first four, changes nothing, nor does split_mid_line_tags with no "<std"; its prefix is cut by position
+                if part[2] and text[:1] != "<" and "<std" not in text:
+                    self._read(clean_plain(text), text)
+                    continue
                 for seg in split_mid_line_tags(decode(part[1])):
                     self._process(seg)
 
