@@ -30,3 +30,11 @@ def test_down_up_cycle_is_idempotent(cli, slurm_cluster):
     again = cli("minicluster", "up")
     assert "already up" in again.stdout and re.findall(r"pid (\d+)", again.stdout) == pids
     assert "node1: idle" in again.stdout and "node2: idle" in again.stdout
+    # another minicluster's `down` may take /etc/slurm/slurm.conf away (it held the place first): `up` takes it back
+    from hpcbench.ops.minicluster import SYSTEM_CONF
+
+    assert SYSTEM_CONF.resolve() == (slurm_cluster / "slurm.conf").resolve(), up.stdout  # the fresh up took it
+    SYSTEM_CONF.unlink()
+    relinked = cli("minicluster", "up")
+    assert "already up" in relinked.stdout and f"linked {SYSTEM_CONF}" in relinked.stdout, relinked.stdout
+    assert SYSTEM_CONF.resolve() == (slurm_cluster / "slurm.conf").resolve()

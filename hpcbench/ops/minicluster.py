@@ -225,7 +225,10 @@ def up(root: Path = DEFAULT_DIR, nodes: int = 2, link: str | None = None, restar
     lines = []
     if all(_daemons(lay).values()) and _ping(lay):
         if read_shape(lay) == shape and all(lay.netns(n) in made(lay)["namespaces"] for n in shape.names):
-            return [f"minicluster already up; config {lay.conf}, logs {lay.logs}"] + status_lines(lay)
+            lines = [f"minicluster already up; config {lay.conf}, logs {lay.logs}"]
+            if not SYSTEM_CONF.exists():  # another minicluster's `down` took its link away: take the place again
+                _link_system_conf(lay, lines)
+            return lines + status_lines(lay)
         was = _shape_words(read_shape(lay))
         if not restart:
             raise ClusterError(f"a minicluster of another shape is up in {lay.root} ({was}); up leaves it and its jobs "
