@@ -36,8 +36,9 @@ def context(docs: list[dict], nodes: int, **kw) -> Context:
     from hpcbench.report.summarize import make_report
 
     [why] = make_report([LOG]).why
-    p = dataclasses.replace(why.point, provenance=tuple(docs), nodes=nodes, ranks_per_node=1, world_size=nodes,
-                            hosts=host_names(docs), kind="collective", collective="all_reduce", **kw)
+    p = dataclasses.replace(why.point, **{"provenance": tuple(docs), "nodes": nodes, "ranks_per_node": 1,
+                                          "world_size": nodes, "hosts": host_names(docs), "kind": "collective",
+                                          "collective": "all_reduce", **kw})
     return Context.of(p, [p])
 
 
@@ -67,6 +68,16 @@ def test_one_host_is_judged_by_boot_id_not_by_hostname():
     [f] = host.one_host(context(docs, 4))
     assert f.claim == ("4 nodes in separate network namespaces of one host: the links are real and shaped; "
                        "compute is shared")
+    [f] = host.one_host(context(docs, 4, kind="train"))
+    assert f.severity == "warning"  # a training point's compute shared by its nodes: a cause
+    # nodes with CPUs of their own (cpusets): the cores are not shared, and it is a caveat, not a cause
+    own = [{**doc(r, f"node{r + 1}", 1), "affinity": {"cpus": [r]}} for r in range(2)]
+    [f] = host.one_host(context(own, 2, kind="train"))
+    assert f.severity == "info" and f.claim.endswith("each node has CPUs of its own (node1: CPU 0; node2: CPU 1); "
+                                                     "memory and the kernel are shared")
+    # a CPU in common: shared again
+    [f] = host.one_host(context([{**d, "affinity": {"cpus": [0, 1]}} for d in own], 2))
+    assert f.claim.endswith("compute is shared")
 
 
 def test_explain_says_the_traffic_and_its_share_of_the_link():
@@ -95,6 +106,9 @@ def test_bytes_over_another_interface_than_the_one_named_are_said():
     [f] = wire.elsewhere(context(docs, 2))
     assert f.rule == "wire-interface" and f.claim.startswith("2 node(s) sent their bytes over lo, not eth0 "
                                                              "(env GLOO_SOCKET_IFNAME)")
+    # two ranks of ONE node: the kernel carries their bytes over lo even when addressed at eth0; nothing to say
+    one = [doc(r, "node1", 0, iface="eth0", lo=9_000_000) for r in range(2)]
+    assert wire.elsewhere(context(one, 2)) == []
 
 
 def test_more_bytes_than_the_point_moves_is_contention():

@@ -137,10 +137,15 @@ def one_host(ctx: Context) -> list[Finding]:
         links = "the links are real and shaped" if shaped else "the links are real but unshaped (a veth moves " \
             "bytes as fast as the CPUs copy them)"
         nodes = len(next(iter(m.hosts.values())))
-        return [Finding(INFO if p.kind != "train" else WARNING, "one-host",
-                        f"{nodes} nodes in separate network namespaces of one host: {links}; compute is shared",
+        own = _own_cpus(ctx.provenance)
+        # nodes with CPUs of their own (the minicluster's cpusets) share the kernel and memory, not the cores: a
+        # caveat then, not a cause of a slow step
+        compute = f"each node has CPUs of its own ({own}); memory and the kernel are shared" if own else \
+            "compute is shared"
+        return [Finding(INFO if p.kind != "train" or own else WARNING, "one-host",
+                        f"{nodes} nodes in separate network namespaces of one host: {links}; {compute}",
                         "compare compute scaling on distinct hosts; the links here are what this measures",
-                        "provenance-rank*.json boot_id (one kernel) and net_namespace (one per node)",
+                        "provenance-rank*.json boot_id (one kernel), net_namespace (one per node) and affinity",
                         subject=ctx.name)]
     return [Finding(WARNING, "one-host", f"asked for {p.nodes} nodes, but its ranks ran on {len(p.hosts)} host "
                     f"({', '.join(p.hosts)}): they share its cores, memory and network stack, so this is not an "
@@ -148,6 +153,19 @@ def one_host(ctx: Context) -> list[Finding]:
                     "run on distinct hosts to measure between nodes (a real cluster, not the minicluster "
                     f"nor the local backend); on this one, keep {ctx.key('nodes')} = [1] and vary "
                     f"{ctx.key('ranks_per_node')}", "result.json ranks[].hostname", subject=ctx.name)]
+
+
+def _own_cpus(prov: list[dict[str, Any]]) -> str:
+    """'node1: 0; node2: 1' where every node's ranks ran on CPUs no other node's did, else ''."""
+    by: dict[str, set[int]] = {}
+    for d in prov:
+        cpus = (d.get("affinity") or {}).get("cpus")
+        if not cpus:
+            return ""
+        by.setdefault(str(d.get("slurm_node") or d.get("hostname")), set()).update(cpus)
+    if len(by) < 2 or sum(len(c) for c in by.values()) != len(set().union(*by.values())):
+        return ""
+    return "; ".join(f"{n}: CPU {','.join(map(str, sorted(c)))}" for n, c in sorted(by.items()))
 
 
 def _hosts(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:

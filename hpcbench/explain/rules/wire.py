@@ -13,6 +13,7 @@ from hpcbench.vocab import INFO, MODELS, WARNING
 
 SLOWER = 0.8  # a node's link peak below this share of the fastest node's is "slower"
 CONTENTION = 1.4  # an interface that sent this many times the point's own bytes carried someone else's too
+SATURATED = 0.7  # a training point whose busiest link averaged this share of its peak over the timed steps
 
 
 def _evidence(w: NodeWire) -> str:
@@ -47,6 +48,12 @@ def traffic(ctx: Context) -> list[Finding]:
                         f"give {worst.node} its full link back (hpcbench minicluster restore {worst.node}), or leave "
                         f"it out of the job ([slurm] sbatch_args = [\"--exclude={worst.node}\"])",
                         _evidence(worst), f"{worst.node}'s link at {_traffic(worst, share_only=True)}", ctx.name)]
+    if ctx.point.kind == "train" and top.share is not None and top.share >= SATURATED and top.peak:
+        return [Finding(WARNING, "link-bound", f"the gradient exchange is bound by the link: {_traffic(top)} "
+                        f"({top.node}, the busiest link; peak {top.peak.source}): the step waits for the bytes",
+                        f"a faster link ({top.node}'s: hpcbench minicluster restore {top.node}, or the cluster's), "
+                        f"or fewer bytes per second: a larger batch per rank ({ctx.key('batch_size')})",
+                        _evidence(top), subject=ctx.name)]
     return [Finding(INFO, "wire", f"inter-node traffic: {_traffic(top)} ({top.node}, the busiest link"
                     f"{'; peak ' + top.peak.source if top.peak else ''})",
                     None if top.peak else f"declare the link's rate: {top.peak_why}", _evidence(top), subject=ctx.name)]
@@ -54,7 +61,10 @@ def traffic(ctx: Context) -> list[Finding]:
 
 def elsewhere(ctx: Context) -> list[Finding]:
     """Bytes that took another interface than the one named (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME, ...)."""
-    off = [w for w in node_wires(ctx.provenance) if w.elsewhere]
+    wires = node_wires(ctx.provenance)
+    # ranks of one node talk over loopback even when addressed at the node's eth0 (the kernel routes its own
+    # addresses over lo): on one node, lo is where the bytes belong
+    off = [w for w in wires if w.elsewhere and not (w.interface == LOOPBACK and len(wires) == 1)]
     if not off:
         return []
     w = off[0]
@@ -96,4 +106,6 @@ def contention(ctx: Context) -> list[Finding]:
 
 
 RULES = (traffic, elsewhere, contention)
+# a link that is the slowest, or that the steps kept near its peak, is what a large comm share waits for
+EXPLAINS = {"slowest-link": ("comm-share", "model-gap", "noisy-steps"), "link-bound": ("comm-share", "model-gap")}
 ORDER = 25  # after where the ranks ran: what crossed the links
