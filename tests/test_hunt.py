@@ -77,6 +77,13 @@ def test_exclude_nodes_bad_input_is_one_line_and_exit_2(cli, tmp_path, arg, says
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("flag", ["--rounds", "--bytes", "--repeats", "--nodes-count"])
+def test_hunt_refuses_a_count_below_one_before_it_allocates(cli, tmp_path, flag):
+    proc = cli("hunt", "--nodes", "node[1-2]", flag, "0", "--out", str(tmp_path / "h"))
+    assert proc.returncode == 2 and f"hunt {flag} 0: must be 1 or more" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 2 and not (tmp_path / "h").exists()
+
+
 @pytest.mark.slurm
 def test_real_hunt_of_the_two_nodes_and_a_sweep_that_keeps_off_an_excluded_node(cli, tmp_path, slurm_cluster):
     out = tmp_path / "hunt"

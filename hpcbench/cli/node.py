@@ -133,6 +133,10 @@ def cmd_hunt(args: Args) -> int:
     from hpcbench.rundir import RunDir
     from hpcbench.workloads.distenv import expand_hostlist
 
+    for flag, value in (("--rounds", args.rounds), ("--bytes", args.bytes), ("--repeats", args.repeats),
+                        ("--nodes-count", args.nodes_count)):
+        if value is not None and value < 1:
+            raise ConfigError(f"hunt {flag} {value}: must be 1 or more", f"give {flag} a positive number")
     profile = cluster_mod.load(profile_arg(args.cluster)) if args.cluster else None
     settings = HuntSettings(
         nodes=tuple(expand_hostlist(args.nodes)) if args.nodes else (), count=args.nodes_count,
