@@ -150,3 +150,18 @@ def test_provenance_reads_the_counters_and_the_declared_link(tmp_path):
     w = rec.doc["wire"]
     assert (w["what"], w["steps"], w["size_bytes"]) == ("timed steps", 3, None) and w["seconds"] >= 0
     assert {i["name"] for i in w["interfaces"]} >= {"lo"} and all(i["tx_bytes"] >= 0 for i in w["interfaces"])
+
+
+def test_a_training_point_that_kept_its_link_near_the_peak_is_link_bound():
+    # 11.3 MB/s of the 12.5 MB/s (100 Mbit/s) link over the timed steps: the exchange waits for the link
+    busy = [doc(r, f"node{r + 1}", 11_300_000) for r in range(2)]
+    [f] = wire.traffic(context(busy, 2, kind="train"))
+    assert f.rule == "link-bound" and f.severity == "warning", f
+    assert f.claim.startswith("the gradient exchange is bound by the link: 11.3 MB over eth0 at 11.3 MB/s")
+    assert "90% of the 100 Mbit/s link" in f.claim and "[workload] batch_size" in f.fix
+    # half the link: the traffic is said, as information
+    [f] = wire.traffic(context([doc(r, f"node{r + 1}", 6_000_000) for r in range(2)], 2, kind="train"))
+    assert f.rule == "wire" and f.severity == "info"
+    # a collective is meant to fill the link: never 'bound'
+    [f] = wire.traffic(context(busy, 2))
+    assert f.rule == "wire"

@@ -51,7 +51,7 @@ def traffic(ctx: Context) -> list[Finding]:
     if ctx.point.kind == "train" and top.share is not None and top.share >= SATURATED and top.peak:
         return [Finding(WARNING, "link-bound", f"the gradient exchange is bound by the link: {_traffic(top)} "
                         f"({top.node}, the busiest link; peak {top.peak.source}): the step waits for the bytes",
-                        f"a faster link ({top.node}'s: hpcbench minicluster restore {top.node}, or the cluster's), "
+                        f"a faster link for {top.node} (on the minicluster: hpcbench minicluster restore {top.node}), "
                         f"or fewer bytes per second: a larger batch per rank ({ctx.key('batch_size')})",
                         _evidence(top), subject=ctx.name)]
     return [Finding(INFO, "wire", f"inter-node traffic: {_traffic(top)} ({top.node}, the busiest link"
