@@ -139,18 +139,18 @@ def test_two_bad_nodes_of_four_are_both_found_though_five_pairs_of_six_are_slow(
 
 
 def test_probes_that_shared_cpus_of_one_kernel_are_told_apart_from_real_nodes() -> None:
-    from hpcbench.hunt.run import shared_words, shares
+    from hpcbench.hunt.run import share_cpus, shared_words
 
     def p(node: str, host: str, *cpus: int) -> dict:
         return {"node": node, "host": host, "cpus": list(cpus), "seconds": [0.3]}
 
     # four virtual nodes on two cores of one kernel: node1/node3 on CPU 0, node2/node4 on CPU 1
     four = [p("node3", "k", 0), p("node2", "k", 1), p("node1", "k", 0), p("node4", "k", 1)]
-    assert shares(four[0], four[2]) and not shares(four[0], four[1])
+    assert share_cpus([four[0], four[2]]) and not share_cpus([four[0], four[1]])
     assert shared_words(four) == "node1, node3 share CPU 0 of one host; node2, node4 share CPU 1 of one host"
     # the same CPU numbers on different kernels (real nodes); a probe from an older hpcbench, with no host
-    assert not shares(p("a", "k1", 0), p("b", "k2", 0))
-    assert not shares({"node": "a", "seconds": [1.0]}, {"node": "b", "seconds": [1.0]})
+    assert not share_cpus([p("a", "k1", 0), p("b", "k2", 0)])
+    assert not share_cpus([{"node": "a", "seconds": [1.0]}, {"node": "b", "seconds": [1.0]}])
 
 
 

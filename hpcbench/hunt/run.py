@@ -62,7 +62,7 @@ class Hunt:
     round_seconds: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # steps that gave no figure, with why
     seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)  # how the measurement was adapted (probes run apart)
+    notes: list[str] = field(default_factory=list)  # how the measurement was adapted (probes that took turns)
 
 
 def _salloc_argv(s: HuntSettings) -> list[str]:
@@ -146,7 +146,7 @@ class Runner:
         ran = _step(self.alloc, nodes, [*self.module, "probe", "--repeats", str(self.s.repeats)], self.env,
                     self.timeout)
         got = [r for r in _records(ran) if r.get("kind") == "probe"]
-        if any(shares(p, q) for p in got for q in got if q is not p):
+        if share_cpus(got):
             self.notes.append(f"compute probes: {shared_words(got)}: probed one at a time")
         lost = sorted(set(nodes) - {p["node"] for p in got})
         if lost:
@@ -154,10 +154,17 @@ class Runner:
         return [Probe(p["node"], tuple(p["seconds"])) for p in got]
 
 
-def shares(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two probes ran on CPUs in common of one kernel."""
-    return bool(a.get("host")) and a.get("host") == b.get("host") and bool(set(a.get("cpus") or ())
-                                                                           & set(b.get("cpus") or ()))
+def share_cpus(probes: Sequence[dict[str, Any]]) -> bool:
+    """Whether two of the probes ran on CPUs in common of one kernel (one pass: hunts reach thousands of nodes)."""
+    seen: dict[str, set[int]] = {}
+    for p in probes:
+        if not p.get("host"):  # an older hpcbench's probe says nothing of where it ran
+            continue
+        cpus, mine = set(p.get("cpus") or ()), seen.setdefault(str(p["host"]), set())
+        if cpus & mine:
+            return True
+        mine |= cpus
+    return False
 
 
 def shared_words(probes: Sequence[dict[str, Any]]) -> str:
