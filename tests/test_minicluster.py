@@ -3,6 +3,7 @@ nothing behind when down."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +39,18 @@ def test_down_up_cycle_is_idempotent(cli, slurm_cluster):
     relinked = cli("minicluster", "up")
     assert "already up" in relinked.stdout and f"linked {SYSTEM_CONF}" in relinked.stdout, relinked.stdout
     assert SYSTEM_CONF.resolve() == (slurm_cluster / "slurm.conf").resolve()
+
+
+def test_slurm_binds_only_where_a_node_has_every_cpu_of_the_host():
+    """Slurm numbers a node's CPUs from the whole host, whatever its cpuset: task/affinity's first mask on node2 of
+    two is CPU 0, outside node2's cpuset, and every step there fails. One node with all the CPUs binds as on a
+    real node (the diagnosis benchmark's binding scenarios need it); nodes sharing CPUs have no cpuset at all."""
+    from hpcbench.ops.minicluster import render_conf
+
+    lay = nodes.Layout(Path(nodes.DEFAULT_PATH))
+    one, two, many = nodes.Shape(1), nodes.Shape(2), nodes.Shape(len(nodes.host_cpus()) + 1, cpusets=False)
+    assert "TaskPlugin=task/affinity" in render_conf(lay, one, "host")
+    assert "TaskPlugin=task/affinity" in render_conf(lay, many, "host")
+    if len(nodes.host_cpus()) >= 2:  # two nodes, each with part of the host
+        assert nodes.node_cpus(two)["node2"] != nodes.host_cpus()
+        assert "TaskPlugin=task/none" in render_conf(lay, two, "host")

@@ -28,8 +28,8 @@ from hpcbench import proc
 from hpcbench.errors import ClusterError, ConfigError
 from hpcbench.figures.wire import rate_words
 from hpcbench.ops.nodes import (CFS_PERIOD_US, DEFAULT_PATH, IFACE, NETNS_ETC, Layout, Shape, cpuset_of, host_cpus, made,
-                                make_cgroups, make_network, must, node_cpus, parse_rate, render_links, set_quota,
-                                shape_link, tbf_rate, unmake)
+                                make_cgroups, make_network, must, node_cpus, parse_rate, render_links, set_quota, shape_link,
+                                slurm_binds, tbf_rate, unmake)
 
 DEFAULT_DIR = Path(os.environ.get("HPCBENCH_MINICLUSTER_DIR", DEFAULT_PATH))
 MAX_NODES = 8
@@ -76,10 +76,10 @@ SlurmdPidFile={lay.run}/slurmd-%n.pid
 SlurmctldLogFile={lay.logs}/slurmctld.log
 SlurmdLogFile={lay.logs}/slurmd-%n.log
 # No Slurm cgroups in containers: track processes by their parent. The node's own cgroups (cpuset, cpu quota) are
-# hpcbench's, made before its slurmd starts, so every job step inherits them; where a cpuset confines the node,
-# Slurm binds nothing (its CPU numbers are 0..n-1 on every node, not the cores the cpuset gives).
+# hpcbench's, made before its slurmd starts, so every job step inherits them; where a cpuset confines a node to
+# part of the host, Slurm binds nothing (nodes.slurm_binds).
 ProctrackType=proctrack/linuxproc
-TaskPlugin={"task/none" if node_cpus(shape) else "task/affinity"}
+TaskPlugin={"task/affinity" if slurm_binds(shape) else "task/none"}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill

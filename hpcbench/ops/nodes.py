@@ -127,6 +127,14 @@ def node_cpus(shape: Shape) -> dict[str, list[int]]:
     return {n: cpus[i * each:(i + 1) * each] for i, n in enumerate(shape.names)}
 
 
+def slurm_binds(shape: Shape) -> bool:
+    """Whether Slurm's task/affinity can bind here. It numbers a node's CPUs from the host's whole topology,
+    whatever cpuset the node is in: on node2 of two its mask for the first task is CPU 0, outside node2's cpuset,
+    and the step fails ("task_g_set_affinity: Invalid argument"). A node that has every CPU of the host (one node,
+    or nodes sharing CPUs) has no such gap."""
+    return all(cpus == host_cpus() for cpus in node_cpus(shape).values())
+
+
 def _tbf(dev: str, bps: int, netns: str | None = None) -> list[str]:
     # burst: 10 ms of the rate (at least 16 KB, else tbf cannot reach the rate at the kernel's timer granularity);
     # latency bounds the queue, as a switch port's buffer does.
