@@ -74,9 +74,10 @@ def test_slow_rank_sleeps_every_step_on_that_rank_only():
 
 
 def test_slowest_per_step_and_each_ranks_own_mean():
-    per_rank = [[1.0, 2.0, 3.0], [2.0, 1.0, 3.0]]
-    assert slowest(per_rank) == [2.0, 2.0, 3.0]
-    assert rank_means(per_rank) == [2.0, 2.0] and rank_means([[0.5], []]) == [0.5, None]
+    per_rank = [[1.0, 2.0, 3.0], [2.0, 1.5, 3.0]]
+    # the slowest rank's own steps, not a per-step maximum ([2.0, 2.0, 3.0], 7.0 s where neither rank took over 6.5)
+    assert slowest(per_rank) == [2.0, 1.5, 3.0] and slowest([]) == []
+    assert rank_means(per_rank) == [2.0, 6.5 / 3] and rank_means([[0.5], []]) == [0.5, None]
 
 
 def test_slow_knobs_are_quiet_so_existing_ids_stay():

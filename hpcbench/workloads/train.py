@@ -38,7 +38,7 @@ COMPUTE_STEPS_MAX = 50  # compute-only steps for the comm/compute split: enough 
 
 MEASUREMENT = (
     "host wall time per step between device synchronisations (next batch + zero_grad + forward + backward "
-    "with the gradient exchange + optimizer step); warm-up steps excluded; per step the slowest rank; "
+    "with the gradient exchange + optimizer step); warm-up steps excluded; the steps of the slowest rank (the longest total); "
     "throughput = per-rank batch * world size / mean step time; CI: Student-t 95% half-width of the mean "
     "step time over the timed steps, carried to throughput by the delta method (hw_thr = thr * hw_t / t); "
     "input = host time in next(data) per step, slowest rank; each rank's own means kept by rank"

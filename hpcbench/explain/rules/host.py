@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from hpcbench.explain.context import Context, typical_compute
+from hpcbench.explain.context import STRAGGLER, Context, typical_compute
 from hpcbench.explain.inputs import Subject
 from hpcbench.figures.wire import machines
 from hpcbench.findings import Finding
@@ -19,8 +19,9 @@ from hpcbench.parse.evidence import mask_cpus
 from hpcbench.records import NodeLoad
 from hpcbench.vocab import INFO, WARNING
 
-STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler ...
-STRAGGLER_COST = 0.10  # ... when the wait costs at least this share of the step (below it, a busy host's noise)
+# a rank over STRAGGLER (context.py) is a straggler when the wait costs at least this share of the step (below it,
+# a busy host's noise)
+STRAGGLER_COST = 0.10
 INPUT_BOUND = 0.10  # share of the step spent waiting for the batch
 COMPUTE_GROWTH = 0.20  # compute per step this much above the 1-rank-per-node point's
 MINOR = 0.02  # an effect below this share of the step is not worth a finding
