@@ -84,6 +84,28 @@ static uint64_t load8(const char *p) {
     return k;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* memcmp(a, b, n) == 0 without a call into the C library: 16 bytes a step (the last step overlapping), or
+ * two 8-byte loads for 8 to 16 bytes. Every line's prefix and most messages are compared so (a call cost
+ * ~6% of a parse). */
+static int same(const char *a, const char *b, size_t n) {
+#if defined(__SSE2__)
+    if (n > 16) {
+        for (size_t i = 0; i + 16 < n; i += 16)
+            if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + i)),
+                                                 _mm_loadu_si128((const __m128i *)(b + i)))) != 0xffff)
+                return 0;
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + n - 16)),
+                                                _mm_loadu_si128((const __m128i *)(b + n - 16)))) == 0xffff;
+    }
+#endif
+    if (n < 8 || n > 16) return memcmp(a, b, n) == 0;
+    return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
+}
+
 static uint64_t mix(uint64_t h) {
     h ^= h >> 32;
     h *= 0xd6e8feb86659fd93ULL;
@@ -155,6 +177,16 @@ static void set_follow(Set *m, size_t off) {
     m->last = off;
 }
 
+/* The string at `next` is likely the next one looked up: its bytes are loaded while the line before it is read
+ * (else each line waits on memory: the set's strings are MBs, read in an order that shifts with each block). */
+static void set_prefetch(const Set *m, uint32_t next) {
+    if (next == NO_NEXT) return;
+#if defined(__GNUC__)
+    __builtin_prefetch(m->arena + next);
+    __builtin_prefetch(m->arena + next + 64);
+#endif
+}
+
 /* whether the string looked up after the last one, last time, is p[0:n] */
 static int set_next_is(Set *m, const char *p, size_t n) {
     if (m->last == NONE) return 0;
@@ -162,8 +194,9 @@ static int set_next_is(Set *m, const char *p, size_t n) {
     if (h.next == NO_NEXT) return 0;
     size_t next = h.next;
     h = head_at(m, next);
-    if (h.len != n || memcmp(m->arena + next + HEAD, p, n) != 0) return 0;
+    if (h.len != n || !same(m->arena + next + HEAD, p, n)) return 0;
     m->last = next;
+    set_prefetch(m, h.next);
     return 1;
 }
 
@@ -171,7 +204,7 @@ static int set_has(Set *m, const char *p, size_t n, uint64_t h) {
     if (!m->cap) return 0;
     for (size_t j = h & (m->cap - 1); m->slots[j].len; j = (j + 1) & (m->cap - 1)) {
         const Slot *s = &m->slots[j];
-        if (s->hash == h && s->len == n && memcmp(m->arena + s->off + HEAD, p, n) == 0) {
+        if (s->hash == h && s->len == n && same(m->arena + s->off + HEAD, p, n)) {
             set_follow(m, s->off);
             return 1;
         }
@@ -361,7 +394,7 @@ typedef struct {
 static int plain_line(Last *last, const char *s, const char *q, const char *end, int bare) {
     if (end - q < 10) return 0;
     size_t n = (size_t)(q + 10 - s);
-    if (!(last->s && last->n == n && memcmp(last->s, s, n) == 0)) *last = (Last){s, n, plain_prefix(s, q, end, bare)};
+    if (!(last->s && last->n == n && same(last->s, s, n))) *last = (Last){s, n, plain_prefix(s, q, end, bare)};
     return last->plain && plain_message(q + 10, end);
 }
 
@@ -478,12 +511,6 @@ typedef struct {
     PyObject *runs, *tail;
 } Win;
 
-/* memcmp(a, b, n) == 0, without a call for the 8 to 16 bytes of a host's window */
-static int same(const char *a, const char *b, size_t n) {
-    if (n < 8 || n > 16) return memcmp(a, b, n) == 0;
-    return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
-}
-
 static int win_close(Win *w, Py_ssize_t end) {
     int rc = 0;
     if (w->prev >= 0 && w->bad && !w->ended) rc = append_steal(w->runs, Py_BuildValue("(nn)", w->start, end));
@@ -555,16 +582,14 @@ static int plain_bytes(const unsigned char *p, size_t n) {
 
 /* The first newline in [p, end), or end; *bad when a byte before it must be cleaned; *n, the first "NC"
  * before it (or the newline; a first 'N' where not counted), *count how many "NC" there are (INT_MAX: not
- * counted). With SSE2 (every x86-64) one pass looks for all of these, 16 bytes at a time; elsewhere memchr,
- * plain_bytes and memchr again. */
+ * counted). With SSE2 (every x86-64) one pass looks for all of these, 16 bytes at a time, or 32 with AVX2
+ * where the CPU has it (chosen at run time: the build stays portable); elsewhere memchr, plain_bytes and
+ * memchr again. */
 #if defined(__SSE2__)
-#include <emmintrin.h>
-
-static const char *line_end(const char *p, const char *end, int *bad, const char **n, int *count) {
+/* line_end from p, with *n and *count as far as they came */
+static const char *line_rest(const char *p, const char *end, int *bad, const char **n, int *count) {
     const __m128i nl = _mm_set1_epi8('\n'), esc = _mm_set1_epi8(0x1b), cr = _mm_set1_epi8('\r');
     const __m128i zero = _mm_setzero_si128(), capital_n = _mm_set1_epi8('N'), capital_c = _mm_set1_epi8('C');
-    *n = NULL;
-    *count = 0;
     for (; end - p >= 17; p += 16) { /* 17: the byte after the block is read too, for "NC" */
         __m128i v = _mm_loadu_si128((const __m128i *)p), after = _mm_loadu_si128((const __m128i *)(p + 1));
         unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
@@ -594,7 +619,53 @@ static const char *line_end(const char *p, const char *end, int *bad, const char
     if (!*n) *n = p;
     return p;
 }
+
+static const char *line_end_sse2(const char *p, const char *end, int *bad, const char **n, int *count) {
+    *n = NULL;
+    *count = 0;
+    return line_rest(p, end, bad, n, count);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(SCAN_NO_AVX2) /* -DSCAN_NO_AVX2: the SSE2 pass alone (a test) */
+#include <immintrin.h>
+#define AVX2_LINES 1
+
+/* line_end_sse2, 32 bytes a step: a line of ~100 bytes is 3 steps, not 6 */
+__attribute__((target("avx2"))) static const char *line_end_avx2(const char *p, const char *end, int *bad,
+                                                                 const char **n, int *count) {
+    const __m256i nl = _mm256_set1_epi8('\n'), esc = _mm256_set1_epi8(0x1b), cr = _mm256_set1_epi8('\r');
+    const __m256i zero = _mm256_setzero_si256(), capital_n = _mm256_set1_epi8('N'), capital_c = _mm256_set1_epi8('C');
+    *n = NULL;
+    *count = 0;
+    for (; end - p >= 33; p += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)p), after = _mm256_loadu_si256((const __m256i *)(p + 1));
+        uint32_t m = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl));
+        __m256i ctl = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, esc), _mm256_cmpeq_epi8(v, cr)),
+                                      _mm256_cmpeq_epi8(v, zero));
+        uint32_t b = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(v, ctl)); /* high bit: not ASCII, or a control */
+        uint32_t before = m ? (m & (0u - m)) - 1 : UINT32_MAX;
+        uint32_t ns = (uint32_t)_mm256_movemask_epi8(
+            _mm256_and_si256(_mm256_cmpeq_epi8(v, capital_n), _mm256_cmpeq_epi8(after, capital_c))) & before;
+        if (ns) {
+            if (!*n) *n = p + __builtin_ctz(ns);
+            for (uint32_t k = ns; k; k &= k - 1) ++*count;
+        }
+        if (b & before) *bad = 1;
+        if (m) {
+            p += __builtin_ctz(m);
+            if (!*n) *n = p;
+            return p;
+        }
+    }
+    return line_rest(p, end, bad, n, count);
+}
+#endif
+
+typedef const char *(*LineEnd)(const char *, const char *, int *, const char **, int *);
+static LineEnd line_end = line_end_sse2; /* PyInit__scan picks line_end_avx2 where the CPU has AVX2 */
+static const char *lines_kind = "sse2";    /* the module's LINES: which line_end it runs */
 #else
+static const char *lines_kind = "memchr";
 static const char *line_end(const char *p, const char *end, int *bad, const char **n, int *count) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     if (!nl) nl = end;
@@ -1096,6 +1167,10 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, module_methods};
 
 PyMODINIT_FUNC PyInit__scan(void) {
+#ifdef AVX2_LINES
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) line_end = line_end_avx2, lines_kind = "avx2";
+#endif
     if (PyType_Ready(&MessagesType) < 0 || PyType_Ready(&StringsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -1103,7 +1178,8 @@ PyMODINIT_FUNC PyInit__scan(void) {
     Py_INCREF(&StringsType);
     if (PyModule_AddObject(m, "Messages", (PyObject *)&MessagesType) < 0 ||
         PyModule_AddObject(m, "Strings", (PyObject *)&StringsType) < 0 ||
-        PyModule_AddIntConstant(m, "ABI", ABI) < 0) {
+        PyModule_AddIntConstant(m, "ABI", ABI) < 0 ||
+        PyModule_AddStringConstant(m, "LINES", lines_kind) < 0) {
         Py_DECREF(&MessagesType);
         Py_DECREF(m);
         return NULL;
