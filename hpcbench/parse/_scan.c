@@ -84,28 +84,6 @@ static uint64_t load8(const char *p) {
     return k;
 }
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-/* memcmp(a, b, n) == 0 without a call into the C library: 16 bytes a step (the last step overlapping), or
- * two 8-byte loads for 8 to 16 bytes. Every line's prefix and most messages are compared so (a call cost
- * ~6% of a parse). */
-static int same(const char *a, const char *b, size_t n) {
-#if defined(__SSE2__)
-    if (n > 16) {
-        for (size_t i = 0; i + 16 < n; i += 16)
-            if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + i)),
-                                                 _mm_loadu_si128((const __m128i *)(b + i)))) != 0xffff)
-                return 0;
-        return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + n - 16)),
-                                                _mm_loadu_si128((const __m128i *)(b + n - 16)))) == 0xffff;
-    }
-#endif
-    if (n < 8 || n > 16) return memcmp(a, b, n) == 0;
-    return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
-}
-
 static uint64_t mix(uint64_t h) {
     h ^= h >> 32;
     h *= 0xd6e8feb86659fd93ULL;
@@ -177,16 +155,6 @@ static void set_follow(Set *m, size_t off) {
     m->last = off;
 }
 
-/* The string at `next` is likely the next one looked up: its bytes are loaded while the line before it is read
- * (else each line waits on memory: the set's strings are MBs, read in an order that shifts with each block). */
-static void set_prefetch(const Set *m, uint32_t next) {
-    if (next == NO_NEXT) return;
-#if defined(__GNUC__)
-    __builtin_prefetch(m->arena + next);
-    __builtin_prefetch(m->arena + next + 64);
-#endif
-}
-
 /* whether the string looked up after the last one, last time, is p[0:n] */
 static int set_next_is(Set *m, const char *p, size_t n) {
     if (m->last == NONE) return 0;
@@ -194,9 +162,8 @@ static int set_next_is(Set *m, const char *p, size_t n) {
     if (h.next == NO_NEXT) return 0;
     size_t next = h.next;
     h = head_at(m, next);
-    if (h.len != n || !same(m->arena + next + HEAD, p, n)) return 0;
+    if (h.len != n || memcmp(m->arena + next + HEAD, p, n) != 0) return 0;
     m->last = next;
-    set_prefetch(m, h.next);
     return 1;
 }
 
@@ -204,7 +171,7 @@ static int set_has(Set *m, const char *p, size_t n, uint64_t h) {
     if (!m->cap) return 0;
     for (size_t j = h & (m->cap - 1); m->slots[j].len; j = (j + 1) & (m->cap - 1)) {
         const Slot *s = &m->slots[j];
-        if (s->hash == h && s->len == n && same(m->arena + s->off + HEAD, p, n)) {
+        if (s->hash == h && s->len == n && memcmp(m->arena + s->off + HEAD, p, n) == 0) {
             set_follow(m, s->off);
             return 1;
         }
@@ -394,7 +361,7 @@ typedef struct {
 static int plain_line(Last *last, const char *s, const char *q, const char *end, int bare) {
     if (end - q < 10) return 0;
     size_t n = (size_t)(q + 10 - s);
-    if (!(last->s && last->n == n && same(last->s, s, n))) *last = (Last){s, n, plain_prefix(s, q, end, bare)};
+    if (!(last->s && last->n == n && memcmp(last->s, s, n) == 0)) *last = (Last){s, n, plain_prefix(s, q, end, bare)};
     return last->plain && plain_message(q + 10, end);
 }
 
@@ -511,6 +478,12 @@ typedef struct {
     PyObject *runs, *tail;
 } Win;
 
+/* memcmp(a, b, n) == 0, without a call for the 8 to 16 bytes of a host's window */
+static int same(const char *a, const char *b, size_t n) {
+    if (n < 8 || n > 16) return memcmp(a, b, n) == 0;
+    return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
+}
+
 static int win_close(Win *w, Py_ssize_t end) {
     int rc = 0;
     if (w->prev >= 0 && w->bad && !w->ended) rc = append_steal(w->runs, Py_BuildValue("(nn)", w->start, end));
@@ -586,6 +559,8 @@ static int plain_bytes(const unsigned char *p, size_t n) {
  * where the CPU has it (chosen at run time: the build stays portable); elsewhere memchr, plain_bytes and
  * memchr again. */
 #if defined(__SSE2__)
+#include <emmintrin.h>
+
 /* line_end from p, with *n and *count as far as they came */
 static const char *line_rest(const char *p, const char *end, int *bad, const char **n, int *count) {
     const __m128i nl = _mm_set1_epi8('\n'), esc = _mm_set1_epi8(0x1b), cr = _mm_set1_epi8('\r');
