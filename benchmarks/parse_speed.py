@@ -381,7 +381,7 @@ def main() -> None:
                     sys.exit(f"hpcbench parse ({mode}) failed with exit code {r[4]}")
                 if not warm_up:
                     runs[mode].append(r)
-            if args.floor:
+            if args.floor and not warm_up:
                 _floor(tmp, log, floors)
         raw = {mode: p.read_bytes() for mode, p in outs.items()}
         differ = [mode for mode, d in raw.items() if d != raw[modes[0][0]]]  # byte for byte
