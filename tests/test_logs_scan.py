@@ -276,34 +276,50 @@ def test_any_bytes_and_bounds_never_crash(data, draw):
     assert _scan.dominated(data, lo, hi) in (True, False)
 
 
-@pytest.fixture(scope="module")
-def portable(tmp_path_factory):
-    """_scan.c built as where there is no SSE2 (ARM): memchr and a byte test where x86 has one vector pass."""
-    d = tmp_path_factory.mktemp("portable")
-    src = d / "_scan_portable.c"
+def _build(d, name: str, *flags: str):
+    """_scan.c built as the module ``name``, with these compiler flags."""
+    src = d / f"{name}.c"
     src.write_text((REPO / "hpcbench/parse/_scan.c").read_text()
-                   .replace("PyInit__scan(", "PyInit__scan_portable(").replace('"_scan", NULL', '"_scan_portable", NULL'))
-    so = d / ("_scan_portable" + sysconfig.get_config_var("EXT_SUFFIX"))
+                   .replace("PyInit__scan(", f"PyInit_{name}(").replace('"_scan", NULL', f'"{name}", NULL'))
+    so = d / (name + sysconfig.get_config_var("EXT_SUFFIX"))
     cc = (sysconfig.get_config_var("CC") or "cc").split()
-    subprocess.run([*cc, "-O2", "-std=c99", "-shared", "-fPIC", "-U__SSE2__", f"-I{sysconfig.get_paths()['include']}",
+    subprocess.run([*cc, "-O2", "-std=c99", "-shared", "-fPIC", *flags, f"-I{sysconfig.get_paths()['include']}",
                     str(src), "-o", str(so)], check=True, capture_output=True)
-    spec = importlib.util.spec_from_file_location("_scan_portable", so,
-                                                  loader=importlib.machinery.ExtensionFileLoader("_scan_portable", str(so)))
+    spec = importlib.util.spec_from_file_location(name, so, loader=importlib.machinery.ExtensionFileLoader(name, str(so)))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
+@pytest.fixture(scope="module")
+def portable(tmp_path_factory):
+    """_scan.c built as where there is no SSE2 (ARM): memchr and a byte test where x86 has one vector pass."""
+    return _build(tmp_path_factory.mktemp("portable"), "_scan_portable", "-U__SSE2__")
+
+
+@pytest.fixture(scope="module")
+def sse2(tmp_path_factory):
+    """_scan.c built without its AVX2 pass, as it runs on an x86-64 CPU without AVX2: 16 bytes a step, not 32."""
+    return _build(tmp_path_factory.mktemp("sse2"), "_scan_sse2", "-DSCAN_NO_AVX2")
+
+
+def test_the_avx2_pass_runs_where_the_cpu_has_it(sse2):
+    flags = re.search(r"^flags\s*:(.*)$", open("/proc/cpuinfo").read(), re.M)
+    assert sse2.LINES == "sse2"
+    assert _scan.LINES == ("avx2" if flags and " avx2" in flags.group(1) else "sse2")
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(LINES, min_size=2, max_size=25), min_size=1, max_size=4), st.integers(0, 30))
-def test_the_portable_build_scans_alike(portable, spans, width):
+def test_the_portable_build_scans_alike(portable, sse2, spans, width):
     ours = fastpath.compiled_messages()
-    theirs = portable.Messages(FACTS, VOLATILES, fastpath.SEEN_MAX, fastpath.SEEN_BYTES,
-                               [k.encode() for k in prefixes.NOT_CONTINUATIONS], prefixes.WRAP_MIN)
+    others = [m.Messages(FACTS, VOLATILES, fastpath.SEEN_MAX, fastpath.SEEN_BYTES,
+                         [k.encode() for k in prefixes.NOT_CONTINUATIONS], prefixes.WRAP_MIN) for m in (portable, sse2)]
     for lines in spans:
         buf, first, last = _span(lines)
         if first != last:
-            assert ours.scan(buf, 0, len(buf), first, last, width) == theirs.scan(buf, 0, len(buf), first, last, width)
+            got = ours.scan(buf, 0, len(buf), first, last, width)
+            assert all(got == theirs.scan(buf, 0, len(buf), first, last, width) for theirs in others)
 
 
 # Pieces of edge lines: prefixes, the shapes of every part EDGE reads, and what breaks each

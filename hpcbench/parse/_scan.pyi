@@ -2,6 +2,7 @@
 from collections.abc import Sequence
 
 ABI: int
+LINES: str  # the line pass it runs: "avx2" (chosen at import where the CPU has it), "sse2" or "memchr"
 
 class Strings:
     def __init__(self, max_entries: int, max_bytes: int) -> None: ...

@@ -24,6 +24,9 @@ STOPPED = re.compile(r"failure count == (\d+) -> stop running")
 LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|orterun|horovodrun)(?:\.\w+)?\s(?:.*?\s)??(?:-np|-n|--np|-c)\s+(\d+)\b")
 
 
+RATES_MAX = 4096  # distinct iteration lines whose rate is remembered (memory stays bounded)
+
+
 class HorovodState:
     # A line that holds none of these changes nothing here (feed tests each first; LAUNCHER needs a launcher).
     MARKS = ("/sec", "exit with status code", "-> stop running", "Number of ", "mpirun", "mpiexec", "orterun",
@@ -43,6 +46,8 @@ class HorovodState:
         self.exits: list[tuple[int, int]] = []  # (process, status) horovodrun said a worker exited with, non-zero
         self.stopped: int | None = None  # the failure count at which elastic horovodrun stopped the job
         self.seen = False
+        # an iteration line's rate (None: not one), by its text: a job prints the same lines again and again
+        self._rates_of: dict[str, float | None] = {}
 
     def feed(self, text: str) -> None:
         if "/sec" in text:
@@ -68,10 +73,16 @@ class HorovodState:
 
     def _rates(self, text: str) -> None:
         if "Iter #" in text or ("images/sec:" in text and "total" not in text):
-            m = ITER.search(text)
-            if m:
+            rate = self._rates_of.get(text, -1.0)
+            if rate == -1.0:
+                m = ITER.search(text)
+                rate = None if m is None else float(m.group(2) or m.group(5))
+                if len(self._rates_of) >= RATES_MAX:
+                    self._rates_of.clear()
+                self._rates_of[text] = rate
+            if rate is not None:
                 self.iters += 1
-                self.last_iter, self.seen = float(m.group(2) or m.group(5)), True
+                self.last_iter, self.seen = rate, True
             return
         if "Img/sec per " in text:
             m = PER_DEVICE.search(text)

@@ -79,9 +79,11 @@ class Known:
     def newcomers(self, buf: bytes, lo: int, hi: int) -> list[tuple[int, int]]:
         """(start, end) of the first line of each host of ``buf[lo:hi]`` not known yet, which it learns."""
         out, new = [], set()
-        for m in _HOST_LINE.finditer(buf, lo, hi):
-            if m.group(1) not in self.hosts and m.group(1) not in new:
-                new.add(m.group(1))
+        hosts = self.hosts
+        for m in _HOST_LINE.finditer(buf, lo, hi):  # every line of a file's first span (~20,000)
+            host = m.group(1)
+            if host not in hosts and host not in new:
+                new.add(host)
                 end = buf.find(b"\n", m.end(), hi)
                 out.append((m.start() + 1, hi if end < 0 else end))
                 self.learn(buf[out[-1][0]:out[-1][1]])

@@ -49,6 +49,7 @@ class Scanner:
         self._before = 0  # length of the line before the pending one (hard-wrap test)
         self._seen = fastpath.Seen()  # NCCL messages already read (fast path)
         self._known = fastpath.Known()  # hosts and tags of lines already read (fast path)
+        self._hosts: dict[str, str | None] = {}  # prefixes.host_name of the hosts of edges cut by the C scanner
         self.lines = 0
         self.cut_lines = 0
         self.bad_bytes = 0
@@ -132,29 +133,20 @@ class Scanner:
         """What the fast path hands on, in file order. A worker process's parts may repeat a message this
         scanner read from another worker's span: reading an INFO message again changes nothing."""
         cut = fastpath._scan.edge if fastpath._scan is not None else None  # the pure engine reads every line itself
+        hosts = self._hosts
+        read_edge = self.nccl.read_edge
         for part in parts:
             kind = part[0]
-            if kind == "text":
-                self._line_path(part[1])
-            elif kind == "line":
+            if kind == "fresh":  # the first line of a new message: no line before it continues, none after (fastpath checked)
                 self.lines += 1
-                self.feed_raw(part[1], part[2])
-            elif kind == "print":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing
-                self.lines += 1
-                self.flush()
-                self._process(part[1].decode())
-            elif kind == "nranks":
-                self.nccl.nranks = max(self.nccl.nranks or 0, part[1])
-                self.nccl.seen = True
-            elif kind == "warns":
-                for msg, n in part[1].items():
-                    self.nccl.count_warn(decode(msg), n)
-            else:  # the first line of a new message: no line before it continues, none after (fastpath checked)
-                self.lines += 1
-                self.flush()
-                if part[2] and cut is not None and (f := cut(part[1])) is not None \
-                        and self.nccl.read_edge(host_name(f[0]), *f[1:]):
-                    continue  # an edge, cut by the C scanner: most new lines of a job's first communicator
+                if self._pending is not None:
+                    self.flush()
+                if part[2] and cut is not None and (f := cut(part[1])) is not None:
+                    host = hosts.get(f[0], False)
+                    if host is False:
+                        host = hosts[f[0]] = host_name(f[0])
+                    if read_edge(host, *f[1:]):  # type: ignore[arg-type]
+                        continue  # an edge, cut by the C scanner: most new lines of a job's first communicator
                 text = part[1].decode()
                 # bare: plain ASCII that starts with a known host (no '<'): decode, which cleans control bytes in the
                 # first four, changes nothing, nor does split_mid_line_tags with no "<std"; its prefix is cut by position
@@ -163,6 +155,23 @@ class Scanner:
                     continue
                 for seg in split_mid_line_tags(decode(part[1])):
                     self._process(seg)
+            elif kind == "print":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing
+                self.lines += 1
+                if self._pending is not None:
+                    self.flush()
+                self._process(part[1].decode())
+            elif kind == "text":
+                self._line_path(part[1])
+            elif kind == "line":
+                self.lines += 1
+                self.feed_raw(part[1], part[2])
+            elif kind == "nranks":
+                self.nccl.nranks = max(self.nccl.nranks or 0, part[1])
+                self.nccl.seen = True
+            else:
+                assert kind == "warns", kind
+                for msg, n in part[1].items():
+                    self.nccl.count_warn(decode(msg), n)
 
     def _line_path(self, block: bytes) -> None:
         for raw in block.split(b"\n"):
