@@ -136,9 +136,11 @@ def slurm_binds(shape: Shape) -> bool:
 
 
 def _tbf(dev: str, bps: int, netns: str | None = None) -> list[str]:
-    # burst: 10 ms of the rate (at least 16 KB, else tbf cannot reach the rate at the kernel's timer granularity);
+    # burst: 1 ms of the rate, at least 16 KB (below that tbf cannot reach the rate at the kernel's timer granularity).
+    # A real link banks no credit: with 10 ms of it (125 KB at 100 Mbit/s) a training step's 87 KB gradient exchange
+    # passed at memory speed after each idle compute phase, and busbw rose by what was banked in an allreduce's gaps.
     # latency bounds the queue, as a switch port's buffer does.
-    burst = max(16 * 1024, bps // 8 // 100)
+    burst = max(16 * 1024, bps // 8 // 1000)
     argv = ["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{bps}bit", "burst", str(burst),
             "latency", "50ms"]
     return ["ip", "netns", "exec", netns, *argv] if netns else argv
