@@ -368,3 +368,29 @@ def test_a_lagging_rank_that_shares_cores_unbound_is_credited_to_shared_cores(tm
     bound = _run_with(tmp_path / "b", [_prov(0, "h1", [0], "slurm cores", True), _prov(1, "h1", [1], "slurm cores", True)],
                       rank_compute_s=[0.3, 0.9])
     assert "rank 1 on node1 takes 900.0 ms per compute" in bound["straggler"].claim and "shared-cores" not in bound
+
+
+def test_a_comm_share_the_model_predicts_is_its_own_cause(tmp_path):
+    """Two Slurm nodes on one host (one-host, a cause of comm-share through the shared CPUs), but the step is what
+    the allreduce curve predicts: the comm share is the link's cost, not credited to the host; where the model
+    does not explain the step, it is."""
+    ar = point(kind="collective", nodes=2, rpn=1)
+    one, two = point(model="mlp"), point(model="mlp", nodes=2, rpn=1)
+    # 100 us + 100 MB/s: the MLP's 407 kB of gradients take 4.2 ms, one DDP bucket, nothing hidden
+    rows = [AllreduceRow(size_bytes=s, count=s // 4, dtype="float32", time_us=100.0 + s / 1e8 * 1e6, algbw_gbps=0,
+                         busbw_gbps=0, wrong=0) for s in (1 << 10, 1 << 20, 1 << 24)]
+    host = [RankInfo(r, 0, "vm", f"node{r + 1}", r, [0]) for r in range(2)]
+
+    def found(step: float, where: str):
+        posing = replace(_timed(two, step, 0.0001, compute_time_s=0.010, comm_time_s=step - 0.010,
+                                comm_fraction=(step - 0.010) / step, comm_method="m"), ranks=host)
+        rd = make_run(tmp_path / where, [(ar, record(ar, 1.0, kind="collective", allreduce=rows)),
+                                         (one, _timed(one, 0.010, 0.0001, compute_time_s=0.010)), (two, posing)])
+        return rules_of(rd.root)[two.label]
+
+    held = found(0.0143, "held")
+    assert "one-host" in held and "explain it" in held["model"].claim
+    assert held["comm-share"].own_cause and held["comm-share"].because is None
+    assert "the model predicts the step" in held["comm-share"].evidence
+    missed = found(0.030, "missed")  # 20 ms of exchange where the curve gives 4: the shared host is the lead
+    assert "model-gap" in missed and missed["comm-share"].because == "one-host"

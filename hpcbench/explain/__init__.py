@@ -93,7 +93,7 @@ def explain(subjects: Sequence[Subject], allreduce_file: str | Path | None = Non
             out.append(unmeasured)
             continue
         found = rules.run(ctx)
-        found += bounds.model_findings(ctx, fitted, found)
+        found = bounds.with_model(ctx, fitted, found)
         why = PointWhy(p, causes.credit(found, rules.explains(), rules.caveats()))
         if p.kind != "train":
             why.peak, why.peak_why = bounds.peak(ctx)

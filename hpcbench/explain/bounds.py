@@ -5,6 +5,7 @@ allreduce curve. A gap between measured and modelled is itself a finding."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from hpcbench.explain import links, model
@@ -141,28 +142,45 @@ def prediction(p: Subject, fitted: dict[Placement | None, model.Fit]
     return model.predict(compute, info.params, p.framework, fit), fit, ""
 
 
-def model_findings(ctx: Context, fitted: dict[Placement | None, model.Fit], others: list[Finding]) -> list[Finding]:
+def with_model(ctx: Context, fitted: dict[Placement | None, model.Fit], found: list[Finding]) -> list[Finding]:
+    """``found`` and the model's findings. Where the model explains the step, the point's comm share is what its
+    link's allreduce curve costs, not a symptom of the host's CPUs (load, shared cores, one host): it is its own
+    cause, named first when it costs most (on the minicluster's shaped links, 'load' took the credit)."""
+    mine, explained = _model(ctx, fitted, found)
+    if not explained:
+        return found + mine
+    held = [replace(f, own_cause=True, evidence=f"{f.evidence}; the model predicts the step from the allreduce curve")
+            if f.rule == "comm-share" and f.severity == WARNING else f for f in found]
+    return held + mine
+
+
+def _model(ctx: Context, fitted: dict[Placement | None, model.Fit], others: list[Finding]
+           ) -> tuple[list[Finding], bool]:
+    """The model's findings about a training point, and whether it explains the measured step."""
     p = ctx.point
     if p.kind != "train" or not p.ok or p.world_size in (None, 1) or p.framework not in ("ddp", "horovod"):
-        return []
+        return [], False
     pred, fit, missing = prediction(p, fitted)
     if pred is None or fit is None:
         if p.point_id is None and len(ctx.others) == 1:  # one log someone else made: a model needs a study
-            return []
-        return [Finding(INFO, "model", f"no scaling model for this point: it needs {missing}", subject=ctx.name)]
+            return [], False
+        return [Finding(INFO, "model", f"no scaling model for this point: it needs {missing}", subject=ctx.name)], False
     text = f"model: step {pred.step_s * 1e3:.1f} ms (compute {pred.compute_s * 1e3:.1f} + exposed " \
            f"{pred.exposed_s * 1e3:.1f}) against {(p.step_time_s or 0.0) * 1e3:.1f} ms measured"
     evidence = f"{pred.describe(p.framework)}; curve: {fit.describe()}"
     if p.efficiency is None or not p.step_time_s:
-        return [Finding(INFO, "model", text, evidence=evidence, subject=ctx.name)]
+        return [Finding(INFO, "model", text, evidence=evidence, subject=ctx.name)], False
     # efficiency is inversely proportional to the step time at a fixed point (weak or strong scaling alike),
     # so the model's efficiency is the measured one scaled by measured / modelled step
     eff_model = p.efficiency * p.step_time_s / pred.step_s
     gap = eff_model - p.efficiency
     claim = f"measured efficiency {p.efficiency:.0%}, model {eff_model:.0%}"
+    if gap <= -GAP:  # faster than the curve allows: the exchange met a link the curve did not (a burst, a cache)
+        return [Finding(INFO, "model", f"{claim}: the step is faster than the allreduce curve predicts ({text})",
+                        evidence=evidence, subject=ctx.name)], False
     if gap < GAP:
         return [Finding(INFO, "model", f"{claim}: the link and the framework's grouping explain it ({text})",
-                        evidence=evidence, subject=ctx.name)]
+                        evidence=evidence, subject=ctx.name)], True
     leads = [f.rule for f in ranked(others) if f.severity == WARNING and f.rule not in ("few-repeats",)]
     see = f"; see {', '.join(dict.fromkeys(leads))}" if leads else "; no other finding explains it"
     # with leads, the gap is ranked after them (they are its explanation); alone, it is the headline
@@ -170,4 +188,4 @@ def model_findings(ctx: Context, fitted: dict[Placement | None, model.Fit], othe
     return [Finding(WARNING, "model-gap", f"{claim}: the model does not explain {gap * 100:.0f} points{see}",
                     "the findings above; else measure the allreduce curve of this placement (a sweep with "
                     f"{ctx.key('kind')} = \"collective\") to see where the model goes wrong",
-                    evidence, f"{gap * 100:.0f} efficiency points", ctx.name, cost)]
+                    evidence, f"{gap * 100:.0f} efficiency points", ctx.name, cost)], False
