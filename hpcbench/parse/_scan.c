@@ -13,7 +13,9 @@
  *     communicator) is handed back unless add_inits was given one that differs from it only in the digits
  *     of its 0x numbers; every WARN is also handed back, each copy;
  *   - with a width, a line with no tag that the line path reads alone (own_print: a training's print, which
- *     continues no line and is continued by none) is handed back as a print, in no run of windows.
+ *     continues no line and is continued by none) is handed back as a print, in no run of windows;
+ *   - with a width and cut_edges, a new message that is an edge (edge_cut, on a plain line that starts with
+ *     its host) is handed back cut, as nccl.NcclState.read_edges reads it, instead of with its bounds.
  * The set keeps a copy of each message and compares bytes, so a hash collision never hides a message. */
 
 #define PY_SSIZE_T_CLEAN
@@ -1092,7 +1094,8 @@ static PyObject *Messages_add_inits(Messages *self, PyObject *seq) {
 
 static PyMethodDef Messages_methods[] = {
     {"scan", (PyCFunction)Messages_scan, METH_VARARGS,
-     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail, odd, prints), or None when "
+     "scan(buf, lo, hi, first, last, width, good=None, cut_edges=False) -> (found, warns, runs, tail, odd, prints), "
+     "and edges with cut_edges, or None when "
      "buf[lo:hi] holds a byte the line path must clean (non-ASCII, ESC, CR, NUL). Of the lines after "
      "buf[first] up to buf[last]: found, [(message, line start, line end)] of messages not read before (and of "
      "volatile ones unlike the init lines given), in file order; warns, every WARN message; runs, [(start, "
@@ -1101,7 +1104,9 @@ static PyMethodDef Messages_methods[] = {
      "[(start, end)] of lines with no 'NCCL ' tag or more than one (their messages are not looked at), or "
      "whose prefix is not plain (known.TAIL; with a width, no ':' before ':pid'); prints (with a width only), "
      "[(start, end)] of lines with no 'NCCL ' tag that the line path reads alone (own_print), in no run or tail "
-     "and not in odd"},
+     "and not in odd; edges (with a width and cut_edges), [(start, host, message, channel, src, dst, direction, "
+     "raw)] of the new messages, not in found, that are edges of a plain line that starts with its host "
+     "(edge(line)'s groups, the numbers as ints), whose message holds none of not_edge"},
     {"rollback", (PyCFunction)Messages_rollback, METH_NOARGS,
      "forget the messages the last scan added (its span went to the line path after all)"},
     {"forget", (PyCFunction)Messages_forget, METH_O,
@@ -1118,9 +1123,10 @@ static PyTypeObject MessagesType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpcbench.parse._scan.Messages",
     .tp_basicsize = sizeof(Messages),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes, own=()): the fast path's set of messages read, "
-              "and its pass over a span. facts and volatiles: message starts, as bytes ('#' is a digit); own: strings "
-              "that make a line one of its own (prefixes.NOT_CONTINUATIONS).",
+    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes, own=(), wrap=0, not_edge=()): the fast path's set "
+              "of messages read, and its pass over a span. facts and volatiles: message starts, as bytes ('#' is a "
+              "digit); own: strings that make a line one of its own (prefixes.NOT_CONTINUATIONS); not_edge: strings "
+              "that keep an edge's message from scan's edges (nccl.NcclState.NOT_EDGE).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Messages_init,
     .tp_dealloc = (destructor)Messages_dealloc,
