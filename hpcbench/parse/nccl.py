@@ -226,10 +226,12 @@ class NcclState:
         file order. A loop here, not a call per line: ~16,000 edges of a 1024-rank job come here."""
         self.seen = True  # feed: a host, a level
         hosts, edge_of = self.hosts, self._edge_of
+        last, host = None, None
         for _, printed, msg, ch, a, b, direction, raw in edges:
-            host = host_of(printed)
-            if host and host not in hosts:
-                self.add_host(host)
+            if printed != last:  # a rank prints its edges one after another
+                last, host = printed, host_of(printed)
+                if host and host not in hosts:
+                    self.add_host(host)
             edge_of(host, msg, ch, a, b, direction, raw)
             if "NET/IB" in msg:
                 self._net_ib(msg)
@@ -267,10 +269,10 @@ class NcclState:
         t = self._raws.get(raw)
         if t is None:  # said as 'could not read' by the check that reads the lines (checks.py): ""
             t = self._raws[raw] = "" if cut_transport(raw) else normalise(raw)
+            if t:
+                self._transport(raw)
         if not t:
             return
-        if raw not in self.raw_transports:
-            self._transport(raw)
         key = (ch, src, -1 if dst is None else dst, t)
         edges = self.edges
         if key not in edges:
