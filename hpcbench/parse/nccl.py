@@ -81,6 +81,7 @@ SHOWN_BY: dict[str, str] = {
 NEVER_HOST = re.compile(r"\d+\.\d+\.\d+\.\d+$")
 INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS")
 
+RAWS_MAX = 4096  # transports as printed, remembered normalised (a job prints a few, 16,000 times)
 EDGE_MSGS_MAX = 200_000  # edge messages remembered for the rank -> host map (~25 MB at most)
 
 _DEV_INDEX = re.compile(r"/\d+(?:\(\d+\))?(?=/|$)")
@@ -143,7 +144,7 @@ class NcclState:
         # (channel, src, dst or -1, transport), as result() lists them: (raw, first host, direction); None: no peer
         self.edges: dict[tuple[int, int, int, str], tuple[str, str | None, str | None] | None] = {}
         self._edge_msgs: set[str] = set()
-        self._raws: dict[str, str] = {}  # a transport as printed: normalised, or "" where cut (cut_transport)
+        self._raws: dict[str, str | None] = {}  # a transport as printed: normalised, or None where cut (cut_transport)
         self._init_keys: set[tuple[str, str]] = set()
         self.warns: dict[str, dict[str, Any]] = {}
 
@@ -266,12 +267,15 @@ class NcclState:
     def _edge_of(self, host: str | None, whole: str, ch: int, src: int, dst: int | None, direction: str | None,
                  raw: str) -> None:
         """The edge of EDGE's match ``whole`` and its groups (the numbers as ints), printed on ``host``."""
-        t = self._raws.get(raw)
-        if t is None:  # said as 'could not read' by the check that reads the lines (checks.py): ""
-            t = self._raws[raw] = "" if cut_transport(raw) else normalise(raw)
-            if t:
+        raws = self._raws
+        if raw not in raws:  # None: cut, said as 'could not read' by the check that reads the lines (checks.py)
+            if len(raws) >= RAWS_MAX:
+                raws.clear()
+            raws[raw] = None if cut_transport(raw) else normalise(raw)
+            if raws[raw] is not None:
                 self._transport(raw)
-        if not t:
+        t = raws[raw]
+        if t is None:
             return
         key = (ch, src, -1 if dst is None else dst, t)
         edges = self.edges
