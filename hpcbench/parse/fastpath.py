@@ -17,7 +17,9 @@ which the line path then joins as it does reading every line. Spans that hold no
 A training's print among the NCCL lines is handed on alone ('print') where the C scanner finds the line path
 reads it so: no tag, printable, a line of its own or after a plain line it cannot continue (_scan.c's
 lone_print); it then skips the prefix passes and the join check, and the scanner reads each distinct print's
-text once (scan.py).
+text once (scan.py). The first line of a new message that is an edge, on a plain line that starts with its host,
+the C scanner hands on already cut ('edges': a 1024-rank job's first communicator prints ~16,000 of them),
+read in runs by nccl.NcclState.read_edges as the line path reads each line.
 
 The passes over every line (each line's prefix, each message and whether it was read before) are done by
 the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets, about
