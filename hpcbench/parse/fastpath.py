@@ -18,8 +18,7 @@ A training's print among the NCCL lines is handed on alone ('print') where the C
 reads it so: no tag, printable, a line of its own or after a plain line it cannot continue (_scan.c's
 lone_print); it then skips the prefix passes and the join check, and the scanner reads each distinct print's
 text once (scan.py). The first line of a new message that is an edge, on a plain line that starts with its host,
-the C scanner hands on already cut ('edges': a 1024-rank job's first communicator prints ~16,000 of them),
-read in runs by nccl.NcclState.read_edges as the line path reads each line.
+the C scanner hands on cut ('edges': ~16,000 in a 1024-rank job's first communicator; nccl.NcclState.read_edges).
 
 The passes over every line (each line's prefix, each message and whether it was read before) are done by
 the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets, about
@@ -86,9 +85,8 @@ def compiled_messages() -> _scan.Messages | None:
 # path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes,
 # bare): the first line of a new message, a plain line (known.py) that starts with its host when bare;
 # ('print', bytes, None): a line the line path reads alone, as it is (the C scanner's prints); ('edges', [edge],
-# None): consecutive first lines of new messages that are edges, cut by the C scanner ((start, host, message,
-# channel, src, dst, direction, raw): nccl.NcclState.read_edges); ('nranks', n) from new init lines; ('warns',
-# {message: n}): n more copies of WARNs read before (last).
+# None): consecutive first lines of new messages, edges the C scanner cut (_scan.Edge); ('nranks', n) from new
+# init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
 Parts = list[tuple]
 
 
@@ -125,8 +123,7 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
         return None
     others, joined = _hand_on(buf, bounds, first, last, hi, known)
     if joined and edges:  # _unjoined reads the new messages' first lines: these are of them
-        found = sorted(found + [_found_of(buf, s, last) for s, *_ in edges], key=lambda f: f[1])
-        edges = []
+        found, edges = sorted(found + [_found_of(buf, s, last) for s, *_ in edges], key=lambda f: f[1]), []
     if c is None:  # the messages of the lines with one tag, as the C scanner finds them
         segments = _segments(first + 1, last, odd)
         msgs = [m for a, b in segments for m in MSG.findall(buf, a, b)]
@@ -152,16 +149,13 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
 
 def _found_of(buf: bytes, s: int, last: int) -> tuple[bytes, int, int]:
     """What the C scanner's found holds of the line at ``s`` (one NCCL tag): (its message, s, its end)."""
-    e = buf.find(b"\n", s, last)
-    e = last if e < 0 else e
+    e = last if (e := buf.find(b"\n", s, last)) < 0 else e
     return buf[buf.find(b"NCCL ", s, e):e], s, e
 
 
 def _with_edges(events: list[tuple], edges: list[tuple], taken: set[int]) -> Parts:
-    """``events`` as parts, with the runs of ``edges`` (in file order) between them as ('edges', run, None);
-    an edge whose line is handed on as it is (``taken``) is read from it."""
-    if not taken.isdisjoint(e[0] for e in edges):
-        edges = [e for e in edges if e[0] not in taken]
+    """``events`` as parts, with the runs of ``edges`` between them, less those whose lines are ``taken``."""
+    edges = [e for e in edges if e[0] not in taken]
     starts = [e[0] for e in edges]
     parts: Parts = []
     i = 0

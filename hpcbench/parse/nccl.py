@@ -81,7 +81,6 @@ SHOWN_BY: dict[str, str] = {
 NEVER_HOST = re.compile(r"\d+\.\d+\.\d+\.\d+$")
 INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS")
 
-RAWS_MAX = 4096  # transports as printed, remembered normalised (a job prints a few, 16,000 times)
 EDGE_MSGS_MAX = 200_000  # edge messages remembered for the rank -> host map (~25 MB at most)
 
 _DEV_INDEX = re.compile(r"/\d+(?:\(\d+\))?(?=/|$)")
@@ -116,6 +115,11 @@ def normalise(raw: str) -> str:
     return t
 
 
+@functools.lru_cache(maxsize=4096)  # a job prints a few transports 16,000 times
+def _normalised(raw: str) -> str | None:
+    return None if cut_transport(raw) else normalise(raw)
+
+
 class NcclState:
     """Accumulates facts line by line; ``result()`` gives the issue's ``nccl`` object."""
 
@@ -144,7 +148,6 @@ class NcclState:
         # (channel, src, dst or -1, transport), as result() lists them: (raw, first host, direction); None: no peer
         self.edges: dict[tuple[int, int, int, str], tuple[str, str | None, str | None] | None] = {}
         self._edge_msgs: set[str] = set()
-        self._raws: dict[str, str | None] = {}  # a transport as printed: normalised, or None where cut (cut_transport)
         self._init_keys: set[tuple[str, str]] = set()
         self.warns: dict[str, dict[str, Any]] = {}
 
@@ -222,16 +225,14 @@ class NcclState:
 
     def read_edges(self, edges: list[tuple[int, str, str, int, int, int | None, str | None, str]],
                    host_of: Callable[[str], str | None]) -> None:
-        """``feed`` of plain INFO lines whose messages are edges, cut by the C scanner (fastpath.py's 'edges'):
-        (start, host as printed, message, channel, src, dst, direction, raw), none with a NOT_EDGE mark, in
-        file order. A loop here, not a call per line: ~16,000 edges of a 1024-rank job come here."""
+        """``feed`` of plain INFO lines, in file order, whose messages are edges with no NOT_EDGE mark, cut by the C
+        scanner (fastpath.py's 'edges'; ~16,000 of a 1024-rank job): (start, host as printed, message, EDGE's groups)."""
         self.seen = True  # feed: a host, a level
-        hosts, edge_of = self.hosts, self._edge_of
-        last, host = None, None
+        edge_of, last, host = self._edge_of, None, None
         for _, printed, msg, ch, a, b, direction, raw in edges:
             if printed != last:  # a rank prints its edges one after another
                 last, host = printed, host_of(printed)
-                if host and host not in hosts:
+                if host:
                     self.add_host(host)
             edge_of(host, msg, ch, a, b, direction, raw)
             if "NET/IB" in msg:
@@ -267,16 +268,11 @@ class NcclState:
     def _edge_of(self, host: str | None, whole: str, ch: int, src: int, dst: int | None, direction: str | None,
                  raw: str) -> None:
         """The edge of EDGE's match ``whole`` and its groups (the numbers as ints), printed on ``host``."""
-        raws = self._raws
-        if raw not in raws:  # None: cut, said as 'could not read' by the check that reads the lines (checks.py)
-            if len(raws) >= RAWS_MAX:
-                raws.clear()
-            raws[raw] = None if cut_transport(raw) else normalise(raw)
-            if raws[raw] is not None:
-                self._transport(raw)
-        t = raws[raw]
+        t = _normalised(raw)
         if t is None:
-            return
+            return  # cut: said as 'could not read' by the check that reads the lines (checks.py)
+        if raw not in self.raw_transports:
+            self._transport(raw)
         key = (ch, src, -1 if dst is None else dst, t)
         edges = self.edges
         if key not in edges:

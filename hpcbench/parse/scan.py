@@ -164,8 +164,7 @@ class Scanner:
             elif kind == "nranks":
                 self.nccl.nranks = max(self.nccl.nranks or 0, part[1])
                 self.nccl.seen = True
-            else:
-                assert kind == "warns", kind
+            else:  # "warns" (fastpath.Parts)
                 for msg, n in part[1].items():
                     self.nccl.count_warn(decode(msg), n)
 
