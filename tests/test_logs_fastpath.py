@@ -312,3 +312,36 @@ def test_a_new_message_read_with_a_rest_glued_on(tmp_path, monkeypatch, copy_at)
     assert taken >= 5 and fast == line
     # the copy alone is a transport cut short ('GDR'): read as no edge by either path (check says 'could not read')
     assert fast["nccl"]["transports_raw"] == ["NET/IB/1/GDRDMA"]
+
+
+def test_edges_the_c_scanner_cuts_read_as_the_line_path_reads_them(tmp_path, monkeypatch, engine):
+    """Edge lines of odd shapes among chatter, each new, some printed again: a transport that normalises to
+    nothing ('.'), one cut short, one with no peer, one with another fact's mark, long numbers, a host that is
+    an address; the fast path (the C scanner's cut edges, or the pure passes) gives the line path's facts."""
+    shapes = ["via .", "[send] via NET/IB/0/GDR", "via P2P/IPC/read", "via NET/IB/1/GDRDMA(PCI)/Shared", "via SHM/direct/direct"]
+    out = []
+    for i in range(3000):
+        host = ("10.0.0.7", "gpu-a100-017", "s4")[i % 3]
+        p = f"{host}:{7000 + i % 8}:9 [{i % 8}] NCCL INFO "
+        out.append(f"{p}AllReduce: opCount {i:x} count 1 datatype 7 op 0")
+        if i % 7 == 0:
+            k = (i // 7) % 300  # each shape again, later
+            out.append(f"{p}Channel {k % 32:02d}/0 : {k}[0] -> {k + 1}[1] {shapes[k % len(shapes)]}")
+        if i % 301 == 0:
+            out += [f"{p}Channel 03/1 : {i}[3] via P2P/direct pointer", f"{p}Ring 01 : {i}[1] -> {i + 1}[2] via NET/IB/0 nvls",
+                    f"{p}Channel 05/0 : {10 ** 20 + i}[0] -> {i}[0] via SHM"]
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(out) + "\n")
+    cut = []
+    real = scan.Scanner.read_parts
+
+    def spy(self, parts):
+        cut.extend(e for part in parts if part[0] == "edges" for e in part[1])
+        real(self, parts)
+
+    monkeypatch.setattr(scan.Scanner, "read_parts", spy)
+    fast, line, taken = _fast_and_line(path, monkeypatch, 16 << 10, 0)
+    assert taken >= 10 and fast == line
+    assert (len(cut) > 200) == (engine == "c")
+    edges = fast["nccl"]["edges"]
+    assert {e["transport"] for e in edges} == {"", "P2P/IPC", "NET/IB", "NET/IB/GDRDMA", "SHM"} and len(edges) > 200

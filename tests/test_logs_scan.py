@@ -131,7 +131,7 @@ def _span(lines: list[bytes]) -> tuple[bytes, int, int]:
 def test_scan_finds_what_the_regexes_find(spans, width, good_starts):
     """Span after span, with the messages of the ones before known and some windows judged good: the same
     messages, WARNs, runs of windows and refusals; and ``dominated`` answers as ``nccl_dominated`` does."""
-    m = fastpath.compiled_messages()
+    m, cut = fastpath.compiled_messages(), fastpath.compiled_messages()
     seen: set[bytes] = set()
     good = {g[:width] for g in good_starts if width and len(g) >= width}
     strings = _scan.Strings(100, 1 << 16)
@@ -147,6 +147,7 @@ def test_scan_finds_what_the_regexes_find(spans, width, good_starts):
             assert got is None
             continue
         found, warns, runs, tail, odd, prints = got
+        _edges_cut(buf, found, got, cut.scan(buf, 0, len(buf), first, last, width, strings, True), width)
         want_found, want_warns, want_odd = _expected(buf, first, last, seen, width)
         assert (found, warns) == (want_found, want_warns)
         assert sorted(odd + prints) == want_odd  # a print is a line with no tag, handed on alone
@@ -155,6 +156,24 @@ def test_scan_finds_what_the_regexes_find(spans, width, good_starts):
             assert (runs, tail) == _windows(buf, first, last, width, good, {s for s, _ in prints})
         else:
             assert runs == tail == prints == []
+
+
+def _edges_cut(buf: bytes, found: list, got: tuple, with_edges: tuple, width: int) -> None:
+    """scan with cut_edges hands back the same, but for the new messages that are edges of bare plain lines
+    (with a width), which it hands back cut as _scan.edge cuts their lines, the numbers as ints, each with no
+    NOT_EDGE mark in its message; the others stay in found."""
+    assert with_edges[1:6] == got[1:] and (width or not with_edges[6])
+    edges = {e[0]: e for e in with_edges[6]}
+    assert [f for f in found if f[1] not in edges] == with_edges[0]
+    for f in found:
+        s, e = f[1], f[2]
+        cut = _scan.edge(buf[s:e])
+        if s not in edges:
+            assert not width or cut is None or any(k in cut[1] for k in nccl.NcclState.NOT_EDGE) or max(len(x or "") for x in cut[2:5]) > 18
+            continue
+        host, msg, ch, a, b, direction, raw = cut
+        assert edges[s] == (s, host, msg, int(ch), int(a), None if b is None else int(b), direction, raw)
+        assert not any(k in msg for k in nccl.NcclState.NOT_EDGE)
 
 
 def _pure_dominated(buf: bytes) -> bool:
@@ -363,3 +382,29 @@ def test_the_edges_of_a_job_are_cut_in_c():
         got = _scan.edge(line)
         msg = prefixes.clean(line.decode()).msg
         assert got is not None and got[2:] == nccl.EDGE.match(msg).groups(), line
+
+
+def test_scan_hands_back_new_edges_cut():
+    """With cut_edges, the new messages that are edges of bare plain lines come back cut (in file order, as
+    _scan.edge cuts them); a copy read before, an edge whose message holds another fact's mark, one with a
+    number too long for the C scanner's ints and the lines that are not bare stay as they were."""
+    p = b"gpu-node-007:12:34 [0] NCCL INFO "
+    lines = [p + b"Using network IB",
+             p + b"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+             p + b"Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1/GDRDMA  ",
+             p + b"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",  # a copy: read before
+             p + b"Ring 00 : 7[7] -> 0[0] [receive] via NET/IB/0",
+             p + b"Channel 03/1 : 3[3] via P2P/direct pointer",
+             p + b"Channel 04/0 : 3[3] -> 4[4] via NET/IB/0 nvls",  # a NOT_EDGE mark: read as any line
+             p + b"Channel 05/0 : 1234567890123456789[0] -> 4[4] via SHM",  # 19 digits
+             b"[1,0]<stdout>:" + p + b"Channel 06/0 : 3[3] -> 4[4] via SHM",  # not bare
+             p + b"Connected all rings"]
+    buf, first, last = _span([b"head"] + lines + [b"tail"])
+    width = len(b"gpu-node-007:1")
+    got = fastpath.compiled_messages().scan(buf, 0, len(buf), first, last, width, None)
+    cut = fastpath.compiled_messages().scan(buf, 0, len(buf), first, last, width, None, True)
+    _edges_cut(buf, got[0], got, cut, width)
+    assert [(e[3], e[4], e[5], e[6], e[7]) for e in cut[6]] == [
+        (0, 0, 1, None, "P2P/IPC/read"), (1, 0, 8, "send", "NET/IB/1/GDRDMA"), (0, 7, 0, "receive", "NET/IB/0"),
+        (3, 3, None, None, "P2P/direct pointer")]
+    assert [f[0][10:20] for f in cut[0]] == [b"Using netw", b"Channel 04", b"Channel 05", b"Channel 06", b"Connected "]

@@ -13,7 +13,9 @@
  *     communicator) is handed back unless add_inits was given one that differs from it only in the digits
  *     of its 0x numbers; every WARN is also handed back, each copy;
  *   - with a width, a line with no tag that the line path reads alone (own_print: a training's print, which
- *     continues no line and is continued by none) is handed back as a print, in no run of windows.
+ *     continues no line and is continued by none) is handed back as a print, in no run of windows;
+ *   - with a width and cut_edges, a new message that is an edge (edge_cut, on a plain line that starts with
+ *     its host) is handed back cut, as nccl.NcclState.read_edges reads it, instead of with its bounds.
  * The set keeps a copy of each message and compares bytes, so a hash collision never hides a message. */
 
 #define PY_SSIZE_T_CLEAN
@@ -24,7 +26,7 @@
 #include <limits.h>
 #include <string.h>
 
-#define ABI 5 /* fastpath.py refuses a build of another version (a stale in-place build) */
+#define ABI 6 /* fastpath.py refuses a build of another version (a stale in-place build) */
 #define NPREFIX 64
 
 typedef struct {
@@ -71,8 +73,8 @@ typedef struct {
     char *scratch;
     size_t scratch_cap;
     PyObject *keep; /* the prefix bytes objects, alive as long as this object */
-    Prefix facts[NPREFIX], volatiles[NPREFIX], own[NPREFIX];
-    int nfacts, nvolatiles, nown;
+    Prefix facts[NPREFIX], volatiles[NPREFIX], own[NPREFIX], not_edge[NPREFIX];
+    int nfacts, nvolatiles, nown, nnot_edge; /* not_edge: strings that keep an edge line from scan's edges */
     Py_ssize_t wrap; /* prefixes.WRAP_MIN: a shorter line was not cut by a terminal (0: not known) */
     uint64_t by_first[256]; /* the facts (bits) that a message's first byte may start */
     char volatile_first[256]; /* whether a volatile may start with this byte */
@@ -409,11 +411,12 @@ static int set_init(Set *m, Py_ssize_t max_entries, Py_ssize_t max_bytes) {
 }
 
 static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
-    static char *names[] = {"facts", "volatiles", "max_entries", "max_bytes", "own", "wrap", NULL};
-    PyObject *facts, *volatiles, *own = NULL;
+    static char *names[] = {"facts", "volatiles", "max_entries", "max_bytes", "own", "wrap", "not_edge", NULL};
+    PyObject *facts, *volatiles, *own = NULL, *not_edge = NULL;
     Py_ssize_t me, mb;
     self->wrap = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn|On", names, &facts, &volatiles, &me, &mb, &own, &self->wrap))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn|OnO", names, &facts, &volatiles, &me, &mb, &own, &self->wrap,
+                                     &not_edge))
         return -1;
     if (set_init(&self->msgs, me, mb) < 0 || set_init(&self->inits, me, mb) < 0) return -1;
     Py_XSETREF(self->keep, PyList_New(0));
@@ -422,6 +425,8 @@ static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
     if (load_prefixes(volatiles, self->volatiles, &self->nvolatiles, self->keep) < 0) return -1;
     self->nown = 0;
     if (own && load_prefixes(own, self->own, &self->nown, self->keep) < 0) return -1;
+    self->nnot_edge = 0;
+    if (not_edge && load_prefixes(not_edge, self->not_edge, &self->nnot_edge, self->keep) < 0) return -1;
     memset(self->by_first, 0, sizeof self->by_first);
     memset(self->volatile_first, 0, sizeof self->volatile_first);
     for (int i = 0; i < self->nvolatiles; i++) {
@@ -788,12 +793,133 @@ static int lone_print(const Messages *m, const char *s, const char *e, int prev,
     return printable(ps, pe) && !holds(ps, pe, "<std", 4) && ends_whole(ps, pe, s, e);
 }
 
+/* [p, e) starts with w: then past it */
+static int take(const char **p, const char *e, const char *w) { return lit(p, e, w); }
+
+/* digits, then optionally "[...]" (no ']' inside): EDGE's "(\d+)(?:\[[^\]]*\])?"; the digits' end in *d */
+static int rank_at(const char **p, const char *e, const char **d) {
+    if (!digits(p, e)) return 0;
+    *d = *p;
+    if (*p < e && **p == '[') {
+        const char *c = memchr(*p, ']', (size_t)(e - *p));
+        if (c) *p = c + 1; /* else the group is not taken, and what follows cannot match: the caller declines */
+    }
+    return 1;
+}
+
+static PyObject *str_of(const char *a, const char *z) { return PyUnicode_DecodeASCII(a, z - a, NULL); }
+
+/* A bare plain INFO line (its host first, ":pid:tid [dev] NCCL INFO" and a blank, printable, one NCCL tag, no
+ * launcher tag), prefixes.clean_plain's host and message (its end's blanks cut), whose message nccl.EDGE
+ * matches at its start, cut into EDGE's groups (b0 and d0 NULL where absent). Taken greedily, as the regex
+ * tries them first: where that does not match to the end, the regex would not either, or would match later
+ * in the message (EDGE.search): 0, and the caller reads the line as any other. tests/test_logs_scan.py holds
+ * it to the regexes. */
+typedef struct {
+    const char *host_end, *m, *z, *c0, *c1, *a0, *a1, *b0, *b1, *d0, *d1, *r0;
+} Cut;
+
+static int edge_cut(const char *s, const char *e, Cut *c) {
+    const char *p;
+    if (!printable(s, e) || holds(s, e, "<std", 4) || !host_first(s, e)) return 0;
+    c->host_end = memchr(s, ':', (size_t)(e - s));
+    p = c->host_end + 1;
+    if (!digits(&p, e) || !take(&p, e, ":") || !digits(&p, e) || !take(&p, e, " [") || !digits(&p, e)
+        || !take(&p, e, "] NCCL INFO") || p == e || !blank(*p))
+        return 0;
+    const char *m = ++p, *z = e;
+    if (holds(m, e, "NCCL ", 5)) return 0; /* a second tag: the fast path hands such a line on as odd */
+    while (z > m && blank(z[-1])) z--;
+    c->m = m, c->z = z, c->b0 = c->b1 = c->d0 = c->d1 = NULL;
+    if (!take(&p, z, "Channel ") && !take(&p, z, "Ring ")) return 0;
+    c->c0 = p;
+    if (!digits(&p, z)) return 0;
+    c->c1 = p;
+    const char *q = p;
+    if (take(&q, z, "/") && digits(&q, z)) p = q;
+    if (!take(&p, z, " : ")) return 0;
+    c->a0 = p;
+    if (!rank_at(&p, z, &c->a1)) return 0;
+    q = p;
+    if (take(&q, z, " -> ") && (c->b0 = q, rank_at(&q, z, &c->b1)))
+        p = q;
+    else
+        c->b0 = NULL;
+    q = p;
+    if (take(&q, z, " [") && ((c->d0 = q, take(&q, z, "send")) || (q = c->d0, take(&q, z, "receive")))
+        && (c->d1 = q, take(&q, z, "]")))
+        p = q;
+    else
+        c->d0 = NULL;
+    if (p == z || !blank(*p)) return 0;
+    while (p < z && blank(*p)) p++;
+    if (!take(&p, z, "via") || p == z || !blank(*p)) return 0;
+    while (p < z && blank(*p)) p++;
+    if (p == z) return 0; /* only blanks after "via": the regex takes one of them for the transport */
+    c->r0 = p;
+    return 1;
+}
+
+/* a tuple of n new references, or NULL (each reference released) where one of them is NULL */
+static PyObject *tuple_steal(PyObject **items, int n) {
+    PyObject *out = NULL;
+    for (int i = 0; i < n; i++)
+        if (!items[i]) goto fail;
+    if (!(out = PyTuple_New(n))) goto fail;
+    for (int i = 0; i < n; i++) PyTuple_SET_ITEM(out, i, items[i]);
+    return out;
+fail:
+    for (int i = 0; i < n; i++) Py_XDECREF(items[i]);
+    return NULL;
+}
+
+/* edge(line) -> (host, message, channel, src, dst, direction, raw) or None: edge_cut's groups as str */
+static PyObject *edge(PyObject *Py_UNUSED(mod), PyObject *arg) {
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "edge: bytes");
+        return NULL;
+    }
+    const char *s = PyBytes_AS_STRING(arg), *e = s + PyBytes_GET_SIZE(arg);
+    Cut c;
+    if (!edge_cut(s, e, &c)) Py_RETURN_NONE;
+    PyObject *items[7] = {str_of(s, c.host_end), str_of(c.m, c.z), str_of(c.c0, c.c1), str_of(c.a0, c.a1),
+                          c.b0 ? str_of(c.b0, c.b1) : Py_NewRef(Py_None), c.d0 ? str_of(c.d0, c.d1) : Py_NewRef(Py_None),
+                          str_of(c.r0, c.z)};
+    return tuple_steal(items, 7);
+}
+
+/* the int of the digits [a, z), at most 18 of them (else -1: the caller reads the line as any other) */
+static long long small_int(const char *a, const char *z) {
+    if (z - a > 18) return -1;
+    long long v = 0;
+    for (; a < z; a++) v = 10 * v + (*a - '0');
+    return v;
+}
+
+/* scan's edge of the line [s, e), bare and plain, whose new message (after its tag) is one for nccl.read_edges:
+ * edge_cut's, with none of the `not_edge` strings in it, and numbers of at most 18 digits. 1: appended to
+ * `edges` as (start, host, message, channel, src, dst, direction, raw), ints for the numbers; 0: not such an
+ * edge; -1: an error. */
+static int scan_edge(const Messages *self, const char *b, Py_ssize_t s, Py_ssize_t e, PyObject *edges) {
+    Cut c;
+    if (!edge_cut(b + s, b + e, &c)) return 0;
+    for (int i = 0; i < self->nnot_edge; i++)
+        if (holds(c.m, c.z, self->not_edge[i].s, (size_t)self->not_edge[i].n)) return 0;
+    long long ch = small_int(c.c0, c.c1), a = small_int(c.a0, c.a1), d = c.b0 ? small_int(c.b0, c.b1) : 0;
+    if (ch < 0 || a < 0 || d < 0) return 0;
+    PyObject *items[8] = {PyLong_FromSsize_t(s), str_of(b + s, c.host_end), str_of(c.m, c.z), PyLong_FromLongLong(ch),
+                          PyLong_FromLongLong(a), c.b0 ? PyLong_FromLongLong(d) : Py_NewRef(Py_None),
+                          c.d0 ? str_of(c.d0, c.d1) : Py_NewRef(Py_None), str_of(c.r0, c.z)};
+    return append_steal(edges, tuple_steal(items, 8)) < 0 ? -1 : 1;
+}
+
 static PyObject *Messages_scan(Messages *self, PyObject *args) {
     Py_buffer v;
     Py_ssize_t lo, hi, first, last, width;
     PyObject *good = Py_None;
-    if (!PyArg_ParseTuple(args, "y*nnnnn|O", &v, &lo, &hi, &first, &last, &width, &good)) return NULL;
-    PyObject *found = NULL, *warns = NULL, *odd = NULL, *prints = NULL, *out = NULL;
+    int cut_edges = 0;
+    if (!PyArg_ParseTuple(args, "y*nnnnn|Op", &v, &lo, &hi, &first, &last, &width, &good, &cut_edges)) return NULL;
+    PyObject *found = NULL, *warns = NULL, *odd = NULL, *prints = NULL, *edges = NULL, *out = NULL;
     Win w = {0};
     self->msgs.mark = self->msgs.alen;
     if (bounds(&v, first, last) < 0) goto done;
@@ -807,8 +933,8 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
         out = Py_NewRef(Py_None);
         goto done;
     }
-    found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0), prints = PyList_New(0);
-    if (!found || !warns || !odd || !prints || win_start(&w, b, v.len, width, good) < 0) goto done;
+    found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0), prints = PyList_New(0), edges = PyList_New(0);
+    if (!found || !warns || !odd || !prints || !edges || win_start(&w, b, v.len, width, good) < 0) goto done;
     int prev = OTHER, here = OTHER; /* the line at `first` is read by the line path: not known here */
     Last lastp = {NULL, 0, 0};
     const char *ps = b, *pe = b;       /* the line before this one */
@@ -848,7 +974,8 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
             if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0) goto done;
             continue;
         }
-        if (plain_line(&lastp, b + s, msg, end, width > 0))
+        int plain = plain_line(&lastp, b + s, msg, end, width > 0);
+        if (plain)
             here = PLAIN;
         else if (append_steal(odd, Py_BuildValue("(nn)", s, e)) < 0)
             goto done;
@@ -870,16 +997,20 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
             goto done;
         }
         if (kind == 2 && append_steal(warns, PyBytes_FromStringAndSize(q, (Py_ssize_t)n)) < 0) goto done;
-        if (!seen && append_steal(found, Py_BuildValue("(y#nn)", q, (Py_ssize_t)n, s, e)) < 0) goto done;
+        if (seen) continue;
+        int cut = cut_edges && width > 0 && plain && kind == 1 ? scan_edge(self, b, s, e, edges) : 0;
+        if (cut < 0 || (!cut && append_steal(found, Py_BuildValue("(y#nn)", q, (Py_ssize_t)n, s, e)) < 0)) goto done;
     }
     if (width > 0 && win_close(&w, last + 1) < 0) goto done;
-    out = PyTuple_Pack(6, found, warns, w.runs, w.tail, odd, prints);
+    out = cut_edges ? PyTuple_Pack(7, found, warns, w.runs, w.tail, odd, prints, edges)
+                    : PyTuple_Pack(6, found, warns, w.runs, w.tail, odd, prints);
 done:
     if (!out) set_rollback(&self->msgs);
     Py_XDECREF(found);
     Py_XDECREF(warns);
     Py_XDECREF(odd);
     Py_XDECREF(prints);
+    Py_XDECREF(edges);
     win_free(&w);
     PyBuffer_Release(&v);
     return out;
@@ -963,7 +1094,8 @@ static PyObject *Messages_add_inits(Messages *self, PyObject *seq) {
 
 static PyMethodDef Messages_methods[] = {
     {"scan", (PyCFunction)Messages_scan, METH_VARARGS,
-     "scan(buf, lo, hi, first, last, width, good=None) -> (found, warns, runs, tail, odd, prints), or None when "
+     "scan(buf, lo, hi, first, last, width, good=None, cut_edges=False) -> (found, warns, runs, tail, odd, prints), "
+     "and edges with cut_edges, or None when "
      "buf[lo:hi] holds a byte the line path must clean (non-ASCII, ESC, CR, NUL). Of the lines after "
      "buf[first] up to buf[last]: found, [(message, line start, line end)] of messages not read before (and of "
      "volatile ones unlike the init lines given), in file order; warns, every WARN message; runs, [(start, "
@@ -972,7 +1104,9 @@ static PyMethodDef Messages_methods[] = {
      "[(start, end)] of lines with no 'NCCL ' tag or more than one (their messages are not looked at), or "
      "whose prefix is not plain (known.TAIL; with a width, no ':' before ':pid'); prints (with a width only), "
      "[(start, end)] of lines with no 'NCCL ' tag that the line path reads alone (own_print), in no run or tail "
-     "and not in odd"},
+     "and not in odd; edges (with a width and cut_edges), [(start, host, message, channel, src, dst, direction, "
+     "raw)] of the new messages, not in found, that are edges of a plain line that starts with its host "
+     "(edge(line)'s groups, the numbers as ints), whose message holds none of not_edge"},
     {"rollback", (PyCFunction)Messages_rollback, METH_NOARGS,
      "forget the messages the last scan added (its span went to the line path after all)"},
     {"forget", (PyCFunction)Messages_forget, METH_O,
@@ -989,9 +1123,10 @@ static PyTypeObject MessagesType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hpcbench.parse._scan.Messages",
     .tp_basicsize = sizeof(Messages),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes, own=()): the fast path's set of messages read, "
-              "and its pass over a span. facts and volatiles: message starts, as bytes ('#' is a digit); own: strings "
-              "that make a line one of its own (prefixes.NOT_CONTINUATIONS).",
+    .tp_doc = "Messages(facts, volatiles, max_entries, max_bytes, own=(), wrap=0, not_edge=()): the fast path's set "
+              "of messages read, and its pass over a span. facts and volatiles: message starts, as bytes ('#' is a "
+              "digit); own: strings that make a line one of its own (prefixes.NOT_CONTINUATIONS); not_edge: strings "
+              "that keep an edge's message from scan's edges (nccl.NcclState.NOT_EDGE).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Messages_init,
     .tp_dealloc = (destructor)Messages_dealloc,
@@ -1053,85 +1188,6 @@ static PyTypeObject StringsType = {
     .tp_methods = Strings_methods,
     .tp_as_sequence = &Strings_seq,
 };
-
-/* [p, e) starts with w: then past it */
-static int take(const char **p, const char *e, const char *w) { return lit(p, e, w); }
-
-/* digits, then optionally "[...]" (no ']' inside): EDGE's "(\d+)(?:\[[^\]]*\])?"; the digits' end in *d */
-static int rank_at(const char **p, const char *e, const char **d) {
-    if (!digits(p, e)) return 0;
-    *d = *p;
-    if (*p < e && **p == '[') {
-        const char *c = memchr(*p, ']', (size_t)(e - *p));
-        if (c) *p = c + 1; /* else the group is not taken, and what follows cannot match: the caller declines */
-    }
-    return 1;
-}
-
-static PyObject *str_of(const char *a, const char *z) { return PyUnicode_DecodeASCII(a, z - a, NULL); }
-
-/* edge(line) -> (host, message, channel, src, dst, direction, raw) or None. A bare plain INFO line (its host
- * first, ":pid:tid [dev] NCCL INFO" and a blank, printable, one NCCL tag, no launcher tag), prefixes.clean_plain's
- * host and message (its end's blanks cut), whose message nccl.EDGE matches at its start, with EDGE's groups
- * (dst and direction None where absent). Taken greedily, as the regex tries them first: where that does
- * not match to the end, the regex would not either, or would match later in the message (EDGE.search): None,
- * and the caller reads the line as any other. tests/test_logs_scan.py holds it to the regexes. */
-static PyObject *edge(PyObject *Py_UNUSED(mod), PyObject *arg) {
-    if (!PyBytes_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "edge: bytes");
-        return NULL;
-    }
-    const char *s = PyBytes_AS_STRING(arg), *e = s + PyBytes_GET_SIZE(arg), *p;
-    if (!printable(s, e) || holds(s, e, "<std", 4) || !host_first(s, e)) Py_RETURN_NONE;
-    const char *host_end = memchr(s, ':', (size_t)(e - s));
-    p = host_end + 1;
-    if (!digits(&p, e) || !take(&p, e, ":") || !digits(&p, e) || !take(&p, e, " [") || !digits(&p, e)
-        || !take(&p, e, "] NCCL INFO") || p == e || !blank(*p))
-        Py_RETURN_NONE;
-    const char *m = ++p, *z = e;
-    if (holds(m, e, "NCCL ", 5)) Py_RETURN_NONE; /* a second tag: the fast path hands such a line on as odd */
-    while (z > m && blank(z[-1])) z--;
-    const char *c0, *c1, *a0, *a1, *b0 = NULL, *b1 = NULL, *d0 = NULL, *d1 = NULL, *r0;
-    if (!take(&p, z, "Channel ") && !take(&p, z, "Ring ")) Py_RETURN_NONE;
-    c0 = p;
-    if (!digits(&p, z)) Py_RETURN_NONE;
-    c1 = p;
-    const char *q = p;
-    if (take(&q, z, "/") && digits(&q, z)) p = q;
-    if (!take(&p, z, " : ")) Py_RETURN_NONE;
-    a0 = p;
-    if (!rank_at(&p, z, &a1)) Py_RETURN_NONE;
-    q = p;
-    if (take(&q, z, " -> ") && (b0 = q, rank_at(&q, z, &b1)))
-        p = q;
-    else
-        b0 = NULL;
-    q = p;
-    if (take(&q, z, " [") && ((d0 = q, take(&q, z, "send")) || (q = d0, take(&q, z, "receive"))) && (d1 = q, take(&q, z, "]")))
-        p = q;
-    else
-        d0 = NULL;
-    if (p == z || !blank(*p)) Py_RETURN_NONE;
-    while (p < z && blank(*p)) p++;
-    if (!take(&p, z, "via") || p == z || !blank(*p)) Py_RETURN_NONE;
-    while (p < z && blank(*p)) p++;
-    if (p == z) Py_RETURN_NONE; /* only blanks after "via": the regex takes one of them for the transport */
-    r0 = p;
-    PyObject *out = PyTuple_New(7);
-    if (!out) return NULL;
-    PyObject *items[7] = {str_of(s, host_end), str_of(m, z), str_of(c0, c1), str_of(a0, a1),
-                          b0 ? str_of(b0, b1) : Py_NewRef(Py_None), d0 ? str_of(d0, d1) : Py_NewRef(Py_None),
-                          str_of(r0, z)};
-    for (int i = 0; i < 7; i++) {
-        if (!items[i]) {
-            for (int j = 0; j < 7; j++) Py_XDECREF(items[j]);
-            Py_DECREF(out);
-            return NULL;
-        }
-    }
-    for (int i = 0; i < 7; i++) PyTuple_SET_ITEM(out, i, items[i]);
-    return out;
-}
 
 static PyMethodDef module_methods[] = {
     {"dominated", dominated, METH_VARARGS, "dominated(buf, lo, hi) -> fastpath.nccl_dominated's answer"},

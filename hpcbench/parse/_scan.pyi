@@ -1,5 +1,6 @@
 # Types of the C scanner (_scan.c), which mypy cannot read from the built module.
 from collections.abc import Sequence
+from typing import Literal, overload
 
 ABI: int
 LINES: str  # the line pass it runs: "avx2" (chosen at import where the CPU has it), "sse2" or "memchr"
@@ -13,12 +14,18 @@ class Strings:
 
 Found = list[tuple[bytes, int, int]]
 Runs = list[tuple[int, int]]
+# (start, host, message, channel, src, dst, direction, raw): nccl.NcclState.read_edges
+Edge = tuple[int, str, str, int, int, int | None, str | None, str]
 
 class Messages:
     def __init__(self, facts: Sequence[bytes], volatiles: Sequence[bytes], max_entries: int, max_bytes: int,
-                 own: Sequence[bytes] = (), wrap: int = 0) -> None: ...
-    def scan(self, buf: bytes, lo: int, hi: int, first: int, last: int, width: int, good: Strings | None = None, /
-             ) -> tuple[Found, list[bytes], Runs, list[int], Runs, Runs] | None: ...
+                 own: Sequence[bytes] = (), wrap: int = 0, not_edge: Sequence[bytes] = ()) -> None: ...
+    @overload
+    def scan(self, buf: bytes, lo: int, hi: int, first: int, last: int, width: int, good: Strings | None = None,
+             cut_edges: Literal[False] = False, /) -> tuple[Found, list[bytes], Runs, list[int], Runs, Runs] | None: ...
+    @overload
+    def scan(self, buf: bytes, lo: int, hi: int, first: int, last: int, width: int, good: Strings | None,
+             cut_edges: Literal[True], /) -> tuple[Found, list[bytes], Runs, list[int], Runs, Runs, list[Edge]] | None: ...
     def rollback(self) -> None: ...
     def forget(self, message: bytes, /) -> None: ...
     def add_inits(self, messages: Sequence[bytes], /) -> None: ...

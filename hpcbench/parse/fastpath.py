@@ -17,7 +17,8 @@ which the line path then joins as it does reading every line. Spans that hold no
 A training's print among the NCCL lines is handed on alone ('print') where the C scanner finds the line path
 reads it so: no tag, printable, a line of its own or after a plain line it cannot continue (_scan.c's
 lone_print); it then skips the prefix passes and the join check, and the scanner reads each distinct print's
-text once (scan.py).
+text once (scan.py). The first line of a new message that is an edge, on a plain line that starts with its host,
+the C scanner hands on cut ('edges': ~16,000 in a 1024-rank job's first communicator; nccl.NcclState.read_edges).
 
 The passes over every line (each line's prefix, each message and whether it was read before) are done by
 the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets, about
@@ -29,12 +30,13 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import filterfalse
 
 from hpcbench.parse.known import GOOD_MAX, Known, Windows
-from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS
+from hpcbench.parse.nccl import FACT_PREFIXES, FACT_STARTS, INIT_MSG, INIT_STARTS, NcclState
 from hpcbench.parse.prefixes import NOT_CONTINUATIONS, WRAP_MIN, continues
 
 C_ENV = "HPCBENCH_PARSE_C"  # 0: the pure-Python passes even where the C scanner is built (to compare)
@@ -42,7 +44,7 @@ try:
     import hpcbench.parse._scan as _scan
 except ImportError:  # not built: no C compiler where hpcbench was installed
     _scan = None  # type: ignore[assignment]
-if _scan is not None and (getattr(_scan, "ABI", None) != 5 or os.environ.get(C_ENV) == "0"):
+if _scan is not None and (getattr(_scan, "ABI", None) != 6 or os.environ.get(C_ENV) == "0"):
     _scan = None  # type: ignore[assignment]  # or an in-place build of an older _scan.c: scripts/venv.sh builds it again
 
 SEEN_MAX = 500_000  # distinct messages remembered; past this the set starts again (memory stays bounded)
@@ -76,14 +78,15 @@ def compiled_messages() -> _scan.Messages | None:
     if _scan is None:
         return None
     return _scan.Messages([p.encode() for p in FACT_PREFIXES], [p.encode() for p in INIT_STARTS], SEEN_MAX, SEEN_BYTES,
-                          [k.encode() for k in NOT_CONTINUATIONS], WRAP_MIN)
+                          [k.encode() for k in NOT_CONTINUATIONS], WRAP_MIN, [k.encode() for k in NcclState.NOT_EDGE])
 
 
 # In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line
 # path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes,
 # bare): the first line of a new message, a plain line (known.py) that starts with its host when bare;
-# ('print', bytes, None): a line the line path reads alone, as it is (the C scanner's prints); ('nranks', n)
-# from new init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
+# ('print', bytes, None): a line the line path reads alone, as it is (the C scanner's prints); ('edges', [edge],
+# None): consecutive first lines of new messages, edges the C scanner cut (_scan.Edge); ('nranks', n) from new
+# init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
 Parts = list[tuple]
 
 
@@ -103,13 +106,13 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     if c is not None:  # one C pass: plain bytes, prefixes, the messages not read before, WARNs, windows
         known.compiled()
         width = known.width if known.window is not None else 0
-        got = c.scan(buf, lo, hi, first, last, width, _c_good(known))
+        got = c.scan(buf, lo, hi, first, last, width, _c_good(known), True)
         if got is None:
             return None
-        found, msgs, runs, tail, odd, prints = got
+        found, msgs, runs, tail, odd, prints, edges = got
         bounds = _bounds(buf, first, last, known, (width, runs, tail), odd, learned)
     else:
-        prints = []
+        prints, edges = [], []
         bounds = _bounds(buf, first, last, known, None, [], learned)
         odd = [] if bounds is None else _two_tags(buf, first, last, bounds)
         if bounds is not None and odd:
@@ -119,6 +122,8 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
             c.rollback()  # the line path reads the span: as if the scan had not kept its messages
         return None
     others, joined = _hand_on(buf, bounds, first, last, hi, known)
+    if joined and edges:  # _unjoined reads the new messages' first lines: these are of them
+        found, edges = sorted(found + [_found_of(buf, s, last) for s, *_ in edges], key=lambda f: f[1]), []
     if c is None:  # the messages of the lines with one tag, as the C scanner finds them
         segments = _segments(first + 1, last, odd)
         msgs = [m for a, b in segments for m in MSG.findall(buf, a, b)]
@@ -132,13 +137,36 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     events = sorted([(s, "line", line, pred) for s, line, pred in others]
                     + [(s, "fresh", line, bare) for s, line in fresh if s not in taken]
                     + [(s, "print", buf[s:e], None) for s, e in prints])
+    warns = _warn_copies(msgs, new, seen, [line for s, _, line, _ in events if s <= last])
     parts: Parts = [("text", buf[lo:first])]
     if nranks is not None:
         parts.append(("nranks", nranks))
-    parts += [(kind, line, x) for _, kind, line, x in events]
-    warns = _warn_copies(msgs, new, seen, [line for s, _, line, _ in events if s <= last])
+    parts += _with_edges(events, edges, taken) if edges else [(kind, line, x) for _, kind, line, x in events]
     if warns:
         parts.append(("warns", warns))
+    return parts
+
+
+def _found_of(buf: bytes, s: int, last: int) -> tuple[bytes, int, int]:
+    """What the C scanner's found holds of the line at ``s`` (one NCCL tag): (its message, s, its end)."""
+    e = last if (e := buf.find(b"\n", s, last)) < 0 else e
+    return buf[buf.find(b"NCCL ", s, e):e], s, e
+
+
+def _with_edges(events: list[tuple], edges: list[tuple], taken: set[int]) -> Parts:
+    """``events`` as parts, with the runs of ``edges`` between them, less those whose lines are ``taken``."""
+    edges = [e for e in edges if e[0] not in taken]
+    starts = [e[0] for e in edges]
+    parts: Parts = []
+    i = 0
+    for s, kind, line, x in events:
+        j = bisect_left(starts, s, i)
+        if j > i:
+            parts.append(("edges", edges[i:j], None))
+            i = j
+        parts.append((kind, line, x))
+    if i < len(edges):
+        parts.append(("edges", edges[i:], None))
     return parts
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from hpcbench.parse.cuts import cut_transport
@@ -115,11 +115,16 @@ def normalise(raw: str) -> str:
     return t
 
 
+@functools.lru_cache(maxsize=4096)  # a job prints a few transports 16,000 times
+def _normalised(raw: str) -> str | None:
+    return None if cut_transport(raw) else normalise(raw)
+
+
 class NcclState:
     """Accumulates facts line by line; ``result()`` gives the issue's ``nccl`` object."""
 
     # A print (no NCCL prefix or marker) that holds none of these changes nothing here (_facts tests each first);
-    # NOT_EDGE: those of facts other than an edge's and NET/IB's (read_edge). tests/test_parse_marks.py
+    # NOT_EDGE: those of facts other than an edge's and NET/IB's (read_edges). tests/test_parse_marks.py
     MARKS = ("CCL version", "via", "Using", "NET/IB", "anks ", "nvls", "NVLS", "ollNet", "ollnet")
     NOT_EDGE = tuple(k for k in MARKS if k not in ("via", "NET/IB"))
 
@@ -218,20 +223,20 @@ class NcclState:
         if IB_NODEV.search(msg):
             self.ib_failed = True
 
-    def read_edge(self, host: str | None, msg: str, ch: str, a: str, b: str | None, direction: str | None,
-                  raw: str) -> bool:
-        """``feed`` of a plain INFO line of ``host`` whose message ``msg`` is an edge, cut into EDGE's groups by
-        _scan.edge; False, having read nothing, where a fact other than the edge's may be in it (NOT_EDGE)."""
-        for k in self.NOT_EDGE:  # a loop, not any(): ~16,000 edges of a 1024-rank job come here
-            if k in msg:
-                return False
+    def read_edges(self, edges: list[tuple[int, str, str, int, int, int | None, str | None, str]],
+                   host_of: Callable[[str], str | None]) -> None:
+        """``feed`` of plain INFO lines, in file order, whose messages are edges with no NOT_EDGE mark, cut by the C
+        scanner (fastpath.py's 'edges'; ~16,000 of a 1024-rank job): (start, host as printed, message, EDGE's groups)."""
         self.seen = True  # feed: a host, a level
-        if host and host not in self.hosts:
-            self.add_host(host)
-        self._edge_of(host, msg, ch, a, b, direction, raw)
-        if "NET/IB" in msg:
-            self._net_ib(msg)
-        return True
+        edge_of, last, host = self._edge_of, None, None
+        for _, printed, msg, ch, a, b, direction, raw in edges:
+            if printed != last:  # a rank prints its edges one after another
+                last, host = printed, host_of(printed)
+                if host:
+                    self.add_host(host)
+            edge_of(host, msg, ch, a, b, direction, raw)
+            if "NET/IB" in msg:
+                self._net_ib(msg)
 
     def _warn(self, ln: Line) -> None:
         text = ln.msg.strip()
@@ -252,22 +257,23 @@ class NcclState:
         msg = ln.msg
         m = EDGE.match(msg) or EDGE.search(msg)  # the same match: a search tries the start first
         if m:
-            self._edge_of(ln.host, m.group(0), *m.groups())
+            ch, a, b, direction, raw = m.groups()
+            self._edge_of(ln.host, m.group(0), int(ch), int(a), None if b is None else int(b), direction, raw)
             return
         m = COLL_EDGE.search(msg)
         if m:
             self._transport(m.group(4))
             self.collnet = True
 
-    def _edge_of(self, host: str | None, whole: str, ch: str, a: str, b: str | None, direction: str | None,
+    def _edge_of(self, host: str | None, whole: str, ch: int, src: int, dst: int | None, direction: str | None,
                  raw: str) -> None:
-        """The edge of EDGE's match ``whole`` and its groups, printed on ``host``."""
-        if cut_transport(raw):
-            return  # said as 'could not read' by the check that reads the lines (checks.py)
-        self._transport(raw)
-        src, t = int(a), normalise(raw)
-        dst = None if b is None else int(b)
-        key = (int(ch), src, -1 if dst is None else dst, t)
+        """The edge of EDGE's match ``whole`` and its groups (the numbers as ints), printed on ``host``."""
+        t = _normalised(raw)
+        if t is None:
+            return  # cut: said as 'could not read' by the check that reads the lines (checks.py)
+        if raw not in self.raw_transports:
+            self._transport(raw)
+        key = (ch, src, -1 if dst is None else dst, t)
         edges = self.edges
         if key not in edges:
             if t.startswith("NET/"):  # the network of transport lines: the one with most edges

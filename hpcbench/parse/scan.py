@@ -132,21 +132,12 @@ class Scanner:
     def read_parts(self, parts: fastpath.Parts) -> None:
         """What the fast path hands on, in file order. A worker process's parts may repeat a message this
         scanner read from another worker's span: reading an INFO message again changes nothing."""
-        cut = fastpath._scan.edge if fastpath._scan is not None else None  # the pure engine reads every line itself
-        hosts = self._hosts
-        read_edge = self.nccl.read_edge
         for part in parts:
             kind = part[0]
             if kind == "fresh":  # the first line of a new message: no line before it continues, none after (fastpath checked)
                 self.lines += 1
                 if self._pending is not None:
                     self.flush()
-                if part[2] and cut is not None and (f := cut(part[1])) is not None:
-                    host = hosts.get(f[0], False)
-                    if host is False:
-                        host = hosts[f[0]] = host_name(f[0])
-                    if read_edge(host, *f[1:]):  # type: ignore[arg-type]
-                        continue  # an edge, cut by the C scanner: most new lines of a job's first communicator
                 text = part[1].decode()
                 # bare: plain ASCII that starts with a known host (no '<'): decode, which cleans control bytes in the
                 # first four, changes nothing, nor does split_mid_line_tags with no "<std"; its prefix is cut by position
@@ -155,6 +146,11 @@ class Scanner:
                     continue
                 for seg in split_mid_line_tags(decode(part[1])):
                     self._process(seg)
+            elif kind == "edges":  # first lines of new messages, edges cut by the C scanner: as "fresh" parts
+                self.lines += len(part[1])
+                if self._pending is not None:
+                    self.flush()
+                self.nccl.read_edges(part[1], self._host_of)
             elif kind == "print":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing
                 self.lines += 1
                 if self._pending is not None:
@@ -168,10 +164,16 @@ class Scanner:
             elif kind == "nranks":
                 self.nccl.nranks = max(self.nccl.nranks or 0, part[1])
                 self.nccl.seen = True
-            else:
-                assert kind == "warns", kind
+            else:  # "warns" (fastpath.Parts)
                 for msg, n in part[1].items():
                     self.nccl.count_warn(decode(msg), n)
+
+    def _host_of(self, printed: str) -> str | None:
+        """prefixes.host_name of a host as an edge line printed it (few: each is worked out once)."""
+        host = self._hosts.get(printed, False)
+        if host is False:
+            host = self._hosts[printed] = host_name(printed)
+        return host  # type: ignore[return-value]
 
     def _line_path(self, block: bytes) -> None:
         for raw in block.split(b"\n"):
