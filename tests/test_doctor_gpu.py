@@ -16,7 +16,7 @@ from hpcbench.files import toml
 from hpcbench.ops import gpu, gpumeasure, gpunode, gpurun
 from hpcbench.ops.gpumeasure import Measure
 from hpcbench.ops.gpunode import GpuId
-from hpcbench.parse.nccl import named_gpus, nccl_bus_id
+from hpcbench.parse.gpus import named_gpus, nccl_bus_id
 from hpcbench.vocab import ERROR, INFO, OK, WARNING
 
 LOGS = REPO / "tests/data/logs"

@@ -189,7 +189,7 @@ def nccl(log: Path, gpus: list[GpuId], rank_gpu: dict[int, int] | None = None,
     index into ``gpus``; default rank r used gpus[r]); with ``places``, the CPUs NCCL pinned to against the
     GPU's nearest CPUs in sysfs."""
     from hpcbench.parse.api import parse_file
-    from hpcbench.parse.nccl import gpu_affinity, named_gpus
+    from hpcbench.parse.gpus import gpu_affinity, named_gpus
 
     facts = parse_file(log).get("nccl") or {}
     name = log.name

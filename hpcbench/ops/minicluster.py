@@ -241,13 +241,7 @@ def up(root: Path = DEFAULT_DIR, nodes: int = 2, link: str | None = None, restar
         raise ClusterError(f"the names of slot {lay.slot} (bridge {lay.bridge}) belong to the minicluster in {m.group(1)}",
                            hint="use another --dir, or take that one down first")
     lines += down(root, quiet=True)
-    for d in (lay.state, lay.logs, lay.run, *(lay.tmp / n for n in shape.names),
-              *(lay.root / "spool" / n for n in shape.names)):
-        d.mkdir(parents=True, exist_ok=True)
-    # throwaway: a fresh controller state every time, so job ids start again at 1, and so fresh slurmd spools: a
-    # step that died there left its PMIx socket (stepd.slurm.pmix.15.0), and the next job 15 could not bind it
-    for stale in [*lay.state.iterdir(), *(p for n in shape.names for p in (lay.root / "spool" / n).iterdir())]:
-        shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+    lay.fresh(shape)
     host = socket.gethostname()
     lay.conf.write_text(render_conf(lay, shape, host))
     lay.shape_file.write_text(json.dumps(asdict(shape)) + "\n")

@@ -113,6 +113,15 @@ class Layout:
         """Nodes with a pid file: also those of a cluster started by an older hpcbench or another shape."""
         return sorted(p.stem.removeprefix("slurmd-") for p in self.run.glob("slurmd-*.pid"))
 
+    def fresh(self, shape: Shape) -> None:
+        """Its folders, with an empty controller state (job ids start at 1 again) and empty slurmd spools: a step
+        that died there left its PMIx socket (stepd.slurm.pmix.15.0), and the next job 15 could not bind it."""
+        spools = [self.root / "spool" / n for n in shape.names]
+        for d in (self.state, self.logs, self.run, *(self.tmp / n for n in shape.names), *spools):
+            d.mkdir(parents=True, exist_ok=True)
+        for stale in [*self.state.iterdir(), *(p for d in spools for p in d.iterdir())]:
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+
 
 def host_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
