@@ -75,6 +75,16 @@ def test_slow_compute_is_named_compute_even_though_its_pairs_are_slow_too() -> N
     assert "compute probe" in v.suspects[0].evidence
 
 
+def test_a_probe_repeat_slowed_by_other_work_names_no_one_a_quota_that_slows_every_repeat_does() -> None:
+    # the real failure: a healthy node's repeats at 0.29 and 0.45 s (a busy host for one of them); the median of two
+    # (0.37 s) was 33% over the others', a compute suspect; its best repeat is what its CPU can do
+    tests, probes = _world()
+    busy = [Probe(p.node, (p.seconds[0], p.seconds[0] * 0.45 / 0.29)) if p.node == "node4" else p for p in probes]
+    assert decide(tests, busy).healthy
+    slow = decide(*_world(bad_cpu={"node4"}))
+    assert [(s.node, s.kind) for s in slow.suspects] == [("node4", "compute")] and "best repeat" in slow.suspects[0].evidence
+
+
 def test_two_bad_nodes_are_both_found_whatever_the_pairing() -> None:
     for seed in range(10):
         v = decide(*_world(bad_link={"node2"}, bad_cpu={"node7"}, seed=seed))

@@ -23,7 +23,8 @@ DROP = 0.25  # a pair this much below the median bandwidth can be slow ...
 K = 4.0  # ... and must also be this many scaled MADs below it
 LATENCY_RISE = 1.0  # latency, the best of a pair's repeats: twice the reference (a busy host's scheduler adds
 # milliseconds to a small message's time at random: only the best repeat says what the link can do)
-PROBE_RISE = 0.25  # compute probe: this much slower than the median node
+PROBE_RISE = 0.25  # compute probe, the best of a node's repeats: this much slower than the median node (a busy
+# host's other work only ever slows a repeat; a CPU quota or a slow core slows every one)
 MAJORITY = 0.5  # share of a node's pairs that must be slow (more than this) to blame the node
 MAD_SCALE = 1.4826  # MAD of a normal sample times this estimates its standard deviation
 
@@ -144,14 +145,14 @@ def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
     """The suspects among the nodes of ``tests`` and ``probes``, most certain first."""
     bw = {t.pair: m for t in tests if (m := _med(t.bandwidth)) is not None}
     lat = {t.pair: min(t.latency) for t in tests if t.latency}
-    secs = {p.node: m for p in probes if (m := _med(p.seconds)) is not None}
+    secs = {p.node: min(p.seconds) for p in probes if p.seconds}
     partners: dict[str, list[Pair]] = {}
     for p in dict.fromkeys([*bw, *lat]):
         for n in p:
             partners.setdefault(n, []).append(p)
     bw_s, lat_s, probe_s = _by_node(bw, partners, 0.9), _by_node(lat, partners), _faster_half(secs.values())
     slow = {p for p, v in bw.items() if bw_s.low(v)} | {p for p, v in lat.items() if lat_s.high(v, LATENCY_RISE)}
-    suspects = [Suspect(n, "compute", f"compute probe {s:.3g} s against the median node's {probe_s.median:.3g} s",
+    suspects = [Suspect(n, "compute", f"compute probe {s:.3g} s (its best repeat) against the median node's {probe_s.median:.3g} s",
                         min(1.0, (s / probe_s.median - 1) / (2 * PROBE_RISE)) if probe_s.median else 1.0)
                 for n, s in sorted(secs.items(), key=lambda kv: -kv[1]) if probe_s.high(s, PROBE_RISE)]
     # A node whose probe is slow is compute (slow compute slows its pairs too), and the other nodes' slow pairs are
@@ -212,7 +213,7 @@ def confirm(first: Verdict, again: Sequence[PairTest], probes: Sequence[Probe] =
     # bandwidth only: a link is what makes a compute suspect a link suspect (latency varies tenfold on a busy host)
     narrow = {n for t in again if first.bandwidth.low(_med(t.bandwidth) or math.inf) for n in t.pair}
     tested_nodes = {n for p in tested_pairs for n in p}
-    probed = {p.node: _med(p.seconds) or 0.0 for p in probes}
+    probed = {p.node: min(p.seconds, default=0.0) for p in probes}
     kept: list[Suspect] = []
     for s in first.suspects:
         if s.kind == "compute":
