@@ -37,6 +37,9 @@ def _node() -> str:
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
+TURN_S = 0.01  # a probe lets go of the CPUs this long between its runs, so that the others waiting take their turn
+
+
 def probe(repeats: int, inner: int = 3_500_000) -> dict[str, Any]:
     # About 0.3 s on a core: several of the kernel's 100 ms CFS periods, so that a CPU quota shows in full (at
     # 30 ms a repeat, a 30% quota slowed the step 1x to 6x depending on where the periods fell). Pure Python on
@@ -44,14 +47,24 @@ def probe(repeats: int, inner: int = 3_500_000) -> dict[str, Any]:
     # starting up (torch's import is seconds of CPU).
     out = []
     cpus = sorted(os.sched_getaffinity(0))
-    asked = time.perf_counter()
-    with _own_cpus(cpus):
-        waited = time.perf_counter() - asked
-        for i in range(repeats + 1):
+    waited = 0.0
+    # Probes that share CPUs take them one run at a time, in turns: this host's speed drifts by a third over
+    # seconds (a VM's neighbours, clocks), and nodes probed one after another whole measured the drift (a healthy
+    # node of four at 0.42 and 0.32 s against 0.25); in turns, every node's runs fall in the same seconds.
+    # Each run on the first of its CPUs: the probes of one host then all measure the same one (two vCPUs of a VM
+    # differ, one sharing its core with a neighbour's work).
+    for i in range(repeats + 1):
+        asked = time.perf_counter()
+        with _own_cpus(cpus):
+            waited += time.perf_counter() - asked
+            os.sched_setaffinity(0, cpus[:1])
             t0 = time.perf_counter()
             _spin(inner)
-            if i:  # the first is the warm-up
-                out.append(time.perf_counter() - t0)
+            took = time.perf_counter() - t0
+            os.sched_setaffinity(0, cpus)
+        if i:  # the first is the warm-up
+            out.append(took)
+        time.sleep(TURN_S)
     return {"kind": "probe", "node": _node(), "seconds": out, "host": _boot_id(), "cpus": cpus,
             "waited_s": waited}
 
