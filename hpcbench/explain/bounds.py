@@ -9,7 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from hpcbench.explain import links, model
-from hpcbench.explain.context import Context, typical_compute
+from hpcbench.explain.rules.wire import EXPLAINS as LINK_EXPLAINS
+from hpcbench.explain.context import Context, synchronous_compute
 from hpcbench.explain.inputs import Subject
 from hpcbench.findings import Finding, ranked
 from hpcbench.parse.checks import one_rank
@@ -17,6 +18,7 @@ from hpcbench.parse.evidence import Evidence
 from hpcbench.vocab import INFO, MODELS, WARNING
 
 GAP = 0.10  # measured efficiency this far below the model's is something the model does not explain
+LINK_CAUSES = frozenset(LINK_EXPLAINS)  # the causes a link is: they take a comm share the model explains
 Placement = tuple[str, str, int | None, int | None]  # framework, backend, nodes, ranks per node: a curve's key
 
 
@@ -134,7 +136,7 @@ def prediction(p: Subject, fitted: dict[Placement | None, model.Fit]
     if fit is None:
         return None, None, ("an allreduce curve of the same framework, backend and placement (a kind = "
                             "\"collective\" all_reduce point with the same nodes x ranks, or give --allreduce FILE)")
-    compute = typical_compute(p)  # what the step would be without a straggler: that one is a finding of its own
+    compute = synchronous_compute(p)  # what the step waits for, but not a straggler: that one is a finding of its own
     if compute is None:
         return None, fit, "the compute-only time (comm_split = true)"
     if info is None:
@@ -147,7 +149,8 @@ def with_model(ctx: Context, fitted: dict[Placement | None, model.Fit], found: l
     link's allreduce curve costs, not a symptom of the host's CPUs (load, shared cores, one host): it is its own
     cause, named first when it costs most (on the minicluster's shaped links, 'load' took the credit)."""
     mine, explained = _model(ctx, fitted, found)
-    if not explained:
+    # a link cause (link-bound, slowest-link) found beside it still takes the comm share: it is what the curve met
+    if not explained or any(f.rule in LINK_CAUSES and f.severity == WARNING for f in found):
         return found + mine
     held = [replace(f, own_cause=True, evidence=f"{f.evidence}; the model predicts the step from the allreduce curve")
             if f.rule == "comm-share" and f.severity == WARNING else f for f in found]

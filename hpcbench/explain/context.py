@@ -18,18 +18,29 @@ T = TypeVar("T")
 STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler (rules/host.py)
 
 
+def _rank_compute(point: Subject) -> list[float]:
+    return [t for t in (point.record.rank_compute_s if point.record else None) or [] if t is not None]
+
+
 def typical_compute(point: Subject) -> float | None:
+    """The median rank's compute-only step, the lower one of an even count (a straggler's own time is the
+    straggler rule's, and with two ranks a plain median would be half of it), else the point's: what the ranks of a
+    node compute (compute-growth compares it across points)."""
+    own = _rank_compute(point)
+    return statistics.median_low(own) if own else point.compute_time_s
+
+
+def synchronous_compute(point: Subject) -> float | None:
     """The compute-only step a synchronous step waits for: the slowest rank's, since every rank waits for it at the
-    gradient exchange. Where that rank is a straggler (STRAGGLER above the others' median) the median rank's
-    instead, the lower one of an even count: a straggler's own time is the straggler rule's finding. Else the
-    point's."""
-    own = [t for t in (point.record.rank_compute_s if point.record else None) or [] if t is not None]
+    gradient exchange (the model's). Where that rank is a straggler (the straggler rule's finding: more than
+    STRAGGLER above the others' median) typical_compute's instead."""
+    own = _rank_compute(point)
     if len(own) < 2:
-        return own[0] if own else point.compute_time_s
+        return typical_compute(point)
     worst = max(own)
     others = list(own)
     others.remove(worst)
-    return worst if worst <= statistics.median(others) * (1 + STRAGGLER) else statistics.median_low(own)
+    return worst if worst < statistics.median(others) * (1 + STRAGGLER) else statistics.median_low(own)
 
 
 def _evidence(point: Subject) -> Evidence:

@@ -140,8 +140,13 @@ def slurm_binds(shape: Shape) -> bool:
     """Whether Slurm's task/affinity can bind here. It numbers a node's CPUs from the host's whole topology,
     whatever cpuset the node is in: on node2 of two its mask for the first task is CPU 0, outside node2's cpuset,
     and the step fails ("task_g_set_affinity: Invalid argument"). A node that has every CPU of the host (one node,
-    or nodes sharing CPUs) has no such gap."""
-    return all(cpus == host_cpus() for cpus in node_cpus(shape).values())
+    or nodes sharing CPUs) has no such gap; the host's whole topology is its online CPUs, not this process's own
+    (a container's cpuset)."""
+    try:
+        online = sorted(parse_cpu_list(Path("/sys/devices/system/cpu/online").read_text()))
+    except OSError:
+        online = host_cpus()
+    return all(sorted(cpus) == online for cpus in node_cpus(shape).values())
 
 
 def _tbf(dev: str, bps: int, netns: str | None = None) -> list[str]:

@@ -51,17 +51,20 @@ def probe(repeats: int, inner: int = 3_500_000) -> dict[str, Any]:
     # Probes that share CPUs take them one run at a time, in turns: this host's speed drifts by a third over
     # seconds (a VM's neighbours, clocks), and nodes probed one after another whole measured the drift (a healthy
     # node of four at 0.42 and 0.32 s against 0.25); in turns, every node's runs fall in the same seconds.
-    # Each run on the first of its CPUs: the probes of one host then all measure the same one (two vCPUs of a VM
-    # differ, one sharing its core with a neighbour's work).
+    # Each run on the last of its CPUs (the first takes most interrupts): the probes of nodes that share a host's
+    # CPUs then all measure the same one (two vCPUs of a VM differ, one sharing its core with a neighbour's work).
     for i in range(repeats + 1):
         asked = time.perf_counter()
         with _own_cpus(cpus):
             waited += time.perf_counter() - asked
-            os.sched_setaffinity(0, cpus[:1])
-            t0 = time.perf_counter()
-            _spin(inner)
-            took = time.perf_counter() - t0
-            os.sched_setaffinity(0, cpus)
+            os.sched_setaffinity(0, cpus[-1:])
+            try:
+                t0 = time.perf_counter()
+                _spin(inner)
+                took = time.perf_counter() - t0
+            finally:
+                with contextlib.suppress(OSError):  # the node's cpuset changed meanwhile: the run counts all the same
+                    os.sched_setaffinity(0, cpus)
         if i:  # the first is the warm-up
             out.append(took)
         time.sleep(TURN_S)
