@@ -147,7 +147,7 @@ class ResultRecord:
     world_size: int
     warmup_steps: int
     steps: int
-    step_times_s: list[float]  # per timed step, the slowest rank's time
+    step_times_s: list[float]  # the slowest rank's timed steps (the longest total; workloads/steps.slowest)
     mean_step_time_s: float
     throughput: float  # samples/s over all ranks = batch_size * world_size / mean step time
     throughput_per_rank: float
@@ -181,7 +181,7 @@ class ResultRecord:
     provenance: list[str] = field(default_factory=list)  # provenance-rank<N>.json names, in the point folder
     timeline: str | None = None  # Horovod timeline file name, in the point folder
     # Evidence for explaining a point (issue 12): input pipeline, per-rank times, node load, GPU placement.
-    input_times_s: list[float] = field(default_factory=list)  # per timed step, the slowest rank's wait for its batch
+    input_times_s: list[float] = field(default_factory=list)  # per timed step, the batch wait of the rank that waited longest
     input_time_s: float | None = None  # their mean
     input_fraction: float | None = None  # input_time_s / mean_step_time_s
     rank_step_s: list[float | None] = field(default_factory=list)  # by rank: its own mean timed-step time

@@ -1,8 +1,8 @@
 """The timed training step and what is measured around it: the step itself, its wait for the batch, the
 injected faults and stragglers, and the per-step and per-rank figures drawn from every rank's times.
 
-A synchronous data-parallel step is as slow as its slowest rank, so per step the slowest rank's time is
-kept. Each rank's own mean is kept too: in the timed steps every rank waits for the slowest at the gradient
+A synchronous data-parallel step is as slow as its slowest rank, so the slowest rank's steps are kept (the rank
+with the longest total: see slowest). Each rank's own mean is kept too: in the timed steps every rank waits for the slowest at the gradient
 exchange, so the ranks' own step means come out nearly equal; in the compute-only steps (no exchange) a
 slow rank stands out by its own mean.
 """

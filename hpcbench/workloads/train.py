@@ -3,8 +3,8 @@
 Measurement: each step (next batch, zero_grad, forward, backward with the gradient exchange,
 optimizer step) is timed on the host between device synchronisations, and so is its wait for the
 batch. Warm-up steps are run but not kept. After the run the per-step times of all ranks are gathered
-and, for each step, the slowest rank's time is kept: a synchronous data-parallel step is as slow as its
-slowest rank; each rank's own mean is kept too. Then the same steps run on an unwrapped copy of the
+and the steps of the slowest rank (the longest total) are kept: a synchronous data-parallel step is as slow as
+its slowest rank (steps.slowest); each rank's own mean is kept too. Then the same steps run on an unwrapped copy of the
 model (no gradient exchange) to split each step into compute and communication; see frameworks.py for
 what each backend exercises, steps.py for the step, placement.py for the GPU and the node's load.
 """
@@ -41,7 +41,7 @@ MEASUREMENT = (
     "with the gradient exchange + optimizer step); warm-up steps excluded; the steps of the slowest rank (the longest total); "
     "throughput = per-rank batch * world size / mean step time; CI: Student-t 95% half-width of the mean "
     "step time over the timed steps, carried to throughput by the delta method (hw_thr = thr * hw_t / t); "
-    "input = host time in next(data) per step, slowest rank; each rank's own means kept by rank"
+    "input = host time in next(data) per step, of the rank that waited longest; each rank's own means kept by rank"
 )
 
 
@@ -49,7 +49,7 @@ MEASUREMENT = (
 class Measured:
     """What one training point measured, gathered on rank 0."""
 
-    per_step: list[float]  # per timed step, the slowest rank's time
+    per_step: list[float]  # the slowest rank's timed steps
     compute: list[float] | None  # the same, without gradient exchange (None: not split)
     gpus: list[Any]
     ranks: list[Any]
@@ -57,7 +57,7 @@ class Measured:
     lr: float  # after lr_scaling
     model: Any = None  # what a checkpoint saves
     opt: Any = None
-    inputs: list[float] = field(default_factory=list)  # per timed step, the slowest rank's wait for its batch
+    inputs: list[float] = field(default_factory=list)  # per timed step, the wait of the rank that waited longest
     rank_step: list[float | None] = field(default_factory=list)  # by rank: its own mean step time
     rank_compute: list[float | None] = field(default_factory=list)  # by rank: its own mean compute-only time
     rank_input: list[float | None] = field(default_factory=list)  # by rank: its own mean wait for the batch
