@@ -231,7 +231,8 @@ def _binary_sizes(ax: Any) -> None:
 def collective_bw(aggs: list[Agg], peaks: Peaks | None = None,
                   collective: str = "all_reduce") -> Any:
     """busbw per size of one collective; where the slowest link's peak is known, a dashed line at it in the
-    series' colour and the largest size's share of it, so a curve is read against what the hardware can do."""
+    series' colour and, in the series' legend entry, the largest size's share of it, so a curve is read against
+    what the hardware can do."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE)
     drawn: set[float] = set()
@@ -247,9 +248,8 @@ def collective_bw(aggs: list[Agg], peaks: Peaks | None = None,
             drawn.add(peak.gbps)
             ax.axhline(peak.gbps, color=line.get_color(), linestyle="--", linewidth=1,
                        label=f"peak {peak.gbps:g} GB/s: {peak.link}")
-        x, y = pts[-1]
-        ax.annotate(f"{y / peak.gbps:.0%} of peak", (x, y), textcoords="offset points", xytext=(-4, 6),
-                    ha="right", fontsize=7, color=line.get_color())
+        x, y = pts[-1]  # in the legend, not beside the point: series that end close together overlapped there
+        line.set_label(f"{name}: {y / peak.gbps:.0%} of peak at {size(round(x))}")
     for a in without_figures(aggs, collective):  # in the legend, never dropped: failed, or a library without it
         ax.plot([], [], "x", color="red", label=f"no figures: {a.name}: {a.state}")
     _binary_sizes(ax)
