@@ -106,6 +106,8 @@ class NodeLoad:
     cores: int | None = None  # physical cores (distinct core sibling sets in sysfs)
     ranks: int | None = None  # ranks of this point on the node
     cpus_per_task: int | None = None  # theirs, when they agree
+    kernel: str | None = None  # boot id: nodes of one kernel (the minicluster's) share its load average
+    kernel_cpus: int | None = None  # the kernel's CPUs (os.cpu_count()): what its load average is spread over
 
 
 @dataclass(frozen=True)

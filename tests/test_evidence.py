@@ -96,6 +96,7 @@ def test_load_probe_reads_one_entry_per_node_before_and_after():
         pass
     e = probe.entry
     assert e["cpus"] == os.cpu_count() and e["cores"] >= 1 and len(e["before"]) == len(e["after"]) == 3
+    assert e["kernel"] == open("/proc/sys/kernel/random/boot_id").read().strip() and e["kernel_cpus"] == os.cpu_count()
     idle = placement.LoadProbe(False)
     with idle:
         pass

@@ -325,6 +325,14 @@ def test_load_before_the_steps_and_gpu_numa_pairing(tmp_path):
     assert "load" not in found("own", node_load=[NodeLoad("h1", n, 2, [2.2, 1.0, 0.5], None, 2, 1, 1)
                                                  for n in ("n1", "n2")])  # only its own two ranks
     assert "oversubscribed" not in found("fits", node_load=busy)
+    # the minicluster: two nodes of one kernel, each in a 1-CPU cpuset of a 2-CPU host; the load average is the
+    # kernel's and counts both nodes' ranks: 2.6 is theirs and 0.6 more, no 'load' (per node, 1.6 over 1 CPU was)
+    def kernel(before: float) -> list[NodeLoad]:
+        return [NodeLoad(n, n, 1, [before, 1.0, 0.5], [before, 1.0, 0.5], 1, 1, 1, kernel="boot-1", kernel_cpus=2)
+                for n in ("node1", "node2")]
+    assert "load" not in found("kernel", node_load=kernel(2.6))
+    shared = found("kernel-busy", node_load=kernel(4.5))["load"]
+    assert shared.claim.startswith("host node1+node2 was busy: 1-minute load 4.5 on 2 CPUs"), shared.claim
     far = "rank 1: GPU 1 (0000:3b:00.0) is on NUMA node 0, the rank's CPUs [32] on NUMA node(s) [1]: " \
           "its data crosses the socket link"
     numa = found("far", device="cuda", gpu_numa_ok=False, gpu_numa_detail=far)["gpu-numa"]

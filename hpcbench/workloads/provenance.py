@@ -214,7 +214,7 @@ def declared_link(environ: Mapping[str, str], node: str | None) -> dict[str, Any
     return {**entry, "file": path}
 
 
-def _boot_id() -> str:
+def boot_id() -> str:
     """The kernel's identity: two 'nodes' with one boot id are one host, whatever their hostnames say."""
     return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 
@@ -260,7 +260,7 @@ def collect(rank: int = 0, local_rank: int = 0, *, environ: Mapping[str, str] | 
         "schema": records.tag(records.PROVENANCE),
         "rank": rank, "local_rank": local_rank, "hostname": socket.gethostname(),
         "slurm_node": environ.get("SLURMD_NODENAME"), "pid": os.getpid(),
-        "boot_id": _probe(un, "boot_id", _boot_id), "net_namespace": _probe(un, "net_namespace", _net_namespace),
+        "boot_id": _probe(un, "boot_id", boot_id), "net_namespace": _probe(un, "net_namespace", _net_namespace),
         "affinity": check_affinity(cpus, local_rank, environ, topo, _probe(un, "cpuset", cpuset_cpus)),
         "gpus": _probe(un, "gpus", _gpus) or [],
         "driver": _probe(un, "driver", _driver),

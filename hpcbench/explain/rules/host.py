@@ -243,18 +243,31 @@ def compute_growth(ctx: Context) -> list[Finding]:
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
 
 
+def _kernels(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:
+    """Node loads grouped by kernel (boot id; by host name in records that do not say): the load average is the
+    kernel's, so the minicluster's nodes, each in its own namespaces and cpuset, all see one figure."""
+    out: dict[str, list[NodeLoad]] = {}
+    for n in loads:
+        out.setdefault(n.kernel or n.host, []).append(n)
+    return out
+
+
 def load(ctx: Context) -> list[Finding]:
     """A host whose 1-minute load, beyond this point's own ranks, exceeded its CPUs. The average lags by a
     minute, so a high figure before the steps alone may be the previous job (info); high after them as
-    well, something ran beside this one (warning)."""
-    for host, nodes in sorted(_hosts(list(getattr(ctx.record, "node_load", None) or [])).items()):
+    well, something ran beside this one (warning). The figure is the kernel's: weighed against the kernel's
+    CPUs, less every rank of the point on it (node1's 1-CPU cpuset against a load that counts node2's rank
+    too named 'load' on most 2-node points of the minicluster)."""
+    for _, nodes in sorted(_kernels(list(getattr(ctx.record, "node_load", None) or [])).items()):
         n = nodes[0]
+        host = "+".join(sorted(x.slurm_node or x.host for x in nodes)) if n.kernel and len(nodes) > 1 else n.host
+        cpus = n.kernel_cpus or n.cpus
         own = sum((x.ranks or 0) * (x.cpus_per_task or 1) for x in nodes)
-        if not n.cpus or not n.before or n.before[0] <= n.cpus or n.before[0] - own < 1.0:
+        if not cpus or not n.before or n.before[0] <= cpus or n.before[0] - own < 1.0:
             continue
-        beside = n.after is not None and len(n.after) > 0 and n.after[0] - own >= max(1.0, 0.5 * n.cpus)
+        beside = n.after is not None and len(n.after) > 0 and n.after[0] - own >= max(1.0, 0.5 * cpus)
         after = f", {n.after[0]:.1f} after them" if n.after else ""
-        claim = (f"host {host} was busy: 1-minute load {n.before[0]:.1f} on {n.cpus} CPUs when the steps started"
+        claim = (f"host {host} was busy: 1-minute load {n.before[0]:.1f} on {cpus} CPUs when the steps started"
                  f"{after}, of which this point's ranks account for at most {own}")
         return [Finding(WARNING if beside else INFO, "load",
                         claim + (": something ran beside it" if beside else
