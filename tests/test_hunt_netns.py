@@ -70,7 +70,7 @@ def test_hunts_find_the_degraded_nodes_of_a_namespaced_cluster(cli, tmp_path):
         mc("degrade", "node3", "--cpu", "0.3")
         rc, doc, out = hunt("cpu")
         assert rc == 1 and found(doc) == [("node3", "compute")], out
-        assert "compute probes: node1, node2, node3, node4 share CPUs 0,1 of one host: probed one at a time" in out, out
+        assert "compute probes: node1, node2, node3, node4 share CPUs 0,1 of one host: probed one at a time; pairs judged by bandwidth only" in out, out
         mc("restore", "node3")
 
         # Two bad nodes at once, both found.

@@ -89,6 +89,7 @@ class Verdict:
     slow_pairs: tuple[Pair, ...]
     pairs: int
     nodes: tuple[str, ...] = field(default=())
+    latency_judged: bool = True  # False where the nodes share CPUs: there a small message's time is the scheduler's
 
     @property
     def healthy(self) -> bool:
@@ -129,7 +130,7 @@ def _faster_half(seconds: Iterable[float]) -> Spread:
     return Spread.of(vals[:max(1, (len(vals) + 1) // 2)])
 
 
-def round0_healthy(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> bool:
+def round0_healthy(tests: Sequence[PairTest], probes: Sequence[Probe] = (), latency: bool = True) -> bool:
     """Whether the test over all nodes (round 0: one pair per node, every node's probe) lets the hunt stop: every
     pair's bandwidth within DROP of the best pair's, no probe slow, and nothing ``decide`` would name. Against the
     best pair, not the median: round 0 of four nodes has two pairs, and a bad node makes one of them slow, half of
@@ -138,11 +139,13 @@ def round0_healthy(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> b
     bws = [m for t in tests if (m := _med(t.bandwidth)) is not None]
     if bws and min(bws) < (1 - DROP) * max(bws):
         return False
-    return decide(tests, probes).healthy
+    return decide(tests, probes, latency).healthy
 
 
-def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
-    """The suspects among the nodes of ``tests`` and ``probes``, most certain first."""
+def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = (), latency: bool = True) -> Verdict:
+    """The suspects among the nodes of ``tests`` and ``probes``, most certain first. ``latency``: whether a pair's
+    latency can make it slow; not where the nodes share CPUs (virtual nodes of one host), where a healthy pair's
+    small allreduce took 2.4 ms against 0.6 in the next pair, twice, and was named a pair suspect."""
     bw = {t.pair: m for t in tests if (m := _med(t.bandwidth)) is not None}
     lat = {t.pair: min(t.latency) for t in tests if t.latency}
     secs = {p.node: min(p.seconds) for p in probes if p.seconds}
@@ -151,7 +154,7 @@ def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
         for n in p:
             partners.setdefault(n, []).append(p)
     bw_s, lat_s, probe_s = _by_node(bw, partners, 0.9), _by_node(lat, partners), _faster_half(secs.values())
-    slow = {p for p, v in bw.items() if bw_s.low(v)} | {p for p, v in lat.items() if lat_s.high(v, LATENCY_RISE)}
+    slow = {p for p, v in bw.items() if bw_s.low(v)} | {p for p, v in lat.items() if latency and lat_s.high(v, LATENCY_RISE)}
     suspects = [Suspect(n, "compute", f"compute probe {s:.3g} s (its best repeat) against the median node's {probe_s.median:.3g} s",
                         min(1.0, (s / probe_s.median - 1) / (2 * PROBE_RISE)) if probe_s.median else 1.0)
                 for n, s in sorted(secs.items(), key=lambda kv: -kv[1]) if probe_s.high(s, PROBE_RISE)]
@@ -169,7 +172,7 @@ def decide(tests: Sequence[PairTest], probes: Sequence[Probe] = ()) -> Verdict:
         suspects.append(Suspect(a, "pair", f"only the pair {a}-{b} is slow ({what}); both are fine with their "
                                 f"other partners", 0.5, partner=b))
     return Verdict(tuple(suspects), bw_s, lat_s, probe_s, tuple(sorted(slow)), len(bw),
-                   tuple(sorted(partners.keys() | secs.keys())))
+                   tuple(sorted(partners.keys() | secs.keys())), latency)
 
 
 def _links(partners: dict[str, list[Pair]], slow: set[Pair], explained: set[Pair], bw: dict[Pair, float],
@@ -207,7 +210,7 @@ def confirm(first: Verdict, again: Sequence[PairTest], probes: Sequence[Probe] =
     healthy partner, a compute suspect by its probe, a pair suspect by the pair itself. A suspect the round
     did not test stays, marked unconfirmed."""
     slow_pairs = {t.pair for t in again if first.bandwidth.low(_med(t.bandwidth) or math.inf)
-                  or (t.latency and first.latency.high(min(t.latency), LATENCY_RISE))}
+                  or (first.latency_judged and t.latency and first.latency.high(min(t.latency), LATENCY_RISE))}
     tested_pairs = {t.pair for t in again}
     slow_nodes = {n for p in slow_pairs for n in p}
     # bandwidth only: a link is what makes a compute suspect a link suspect (latency varies tenfold on a busy host)
