@@ -25,12 +25,14 @@ def test_down_up_cycle_is_idempotent(cli, slurm_cluster):
 
     # a step that died leaves its PMIx socket in the slurmd's spool; job ids start at 1 again after `up`, and the
     # next job of that id could not bind it ("Address already in use"): up starts with empty spools
-    stale = slurm_cluster / "spool" / "node2" / "stepd.slurm.pmix.1.0"
-    stale.parent.mkdir(parents=True, exist_ok=True)
-    stale.write_text("")
+    # (its TmpFS folder, spmix_appdir_0_1.0, the same)
+    stale = [slurm_cluster / "spool" / "node2" / "stepd.slurm.pmix.1.0", slurm_cluster / "tmp" / "node2" / "spmix_appdir_0_1.0"]
+    for s in stale:
+        s.parent.mkdir(parents=True, exist_ok=True)
+        s.write_text("")
     up = cli("minicluster", "up", timeout=120)
     assert up.returncode == 0, up.stderr
-    assert not stale.exists()
+    assert not any(s.exists() for s in stale)
     assert "started slurmctld" in up.stdout and "config: " in up.stdout and "logs: " in up.stdout
     assert "2 slurmd, each in its own network namespace" in up.stdout
     pids = re.findall(r"pid (\d+)", up.stdout)

@@ -114,12 +114,13 @@ class Layout:
         return sorted(p.stem.removeprefix("slurmd-") for p in self.run.glob("slurmd-*.pid"))
 
     def fresh(self, shape: Shape) -> None:
-        """Its folders, with an empty controller state (job ids start at 1 again) and empty slurmd spools: a step
-        that died there left its PMIx socket (stepd.slurm.pmix.15.0), and the next job 15 could not bind it."""
-        spools = [self.root / "spool" / n for n in shape.names]
-        for d in (self.state, self.logs, self.run, *(self.tmp / n for n in shape.names), *spools):
+        """Its folders, with an empty controller state (job ids start at 1 again) and empty slurmd spools and
+        TmpFS: a step that died there left its PMIx socket (spool: stepd.slurm.pmix.15.0) or folder (TmpFS:
+        spmix_appdir_0_15.0), and the next job 15's step could not make its own."""
+        per_node = [d / n for d in (self.root / "spool", self.tmp) for n in shape.names]
+        for d in (self.state, self.logs, self.run, *per_node):
             d.mkdir(parents=True, exist_ok=True)
-        for stale in [*self.state.iterdir(), *(p for d in spools for p in d.iterdir())]:
+        for stale in [*self.state.iterdir(), *(p for d in per_node for p in d.iterdir())]:
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
 
 
