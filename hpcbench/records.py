@@ -188,6 +188,7 @@ class ResultRecord:
     input_fraction: float | None = None  # input_time_s / mean_step_time_s
     rank_step_s: list[float | None] = field(default_factory=list)  # by rank: its own mean timed-step time
     rank_compute_s: list[float | None] = field(default_factory=list)  # by rank: its own mean compute-only step time
+    rank_compute_ci95_s: list[float | None] = field(default_factory=list)  # by rank: its mean's CI half-width
     rank_input_s: list[float | None] = field(default_factory=list)  # by rank: its own mean wait for the batch
     node_load: list[NodeLoad] = field(default_factory=list)  # one per node
     gpu_numa_ok: bool | None = None  # every rank's GPU is on a NUMA node of the rank's CPUs

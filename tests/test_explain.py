@@ -168,6 +168,12 @@ def test_communication_share_and_its_noise(tmp_path):
                                                      compute_time_ci95_s=0.3, comm_fraction=0.3125, comm_method="m",
                                                      step_time_ci95_s=0.1))])
     assert "within noise" in rules_of(noisy.root)[p.label]["comm-share"].claim
+    # 31% of the step, but its interval (19%-44%) reaches below the 25% bound: said, not claimed as a cause
+    wide = make_run(tmp_path / "wide", [(p, record(p, 100.0, comm_time_s=0.2, compute_time_s=0.44,
+                                                   compute_time_ci95_s=0.055, comm_fraction=0.3125, comm_method="m",
+                                                   step_time_ci95_s=0.055))])
+    f = rules_of(wide.root)[p.label]["comm-share"]
+    assert f.severity == "info" and "reaches below 25%" in f.claim and "within noise" not in f.claim, f.claim
 
 
 def test_the_alpha_beta_fit_and_prediction_by_hand():
@@ -377,6 +383,15 @@ def test_a_lagging_rank_that_shares_cores_unbound_is_credited_to_shared_cores(tm
     bound = _run_with(tmp_path / "b", [_prov(0, "h1", [0], "slurm cores", True), _prov(1, "h1", [1], "slurm cores", True)],
                       rank_compute_s=[0.3, 0.9])
     assert "rank 1 on node1 takes 900.0 ms per compute" in bound["straggler"].claim and "shared-cores" not in bound
+    # a third slower, but each rank's mean is only known to +-80 ms: the gap is within the noise, said and not claimed
+    cores = [_prov(0, "h1", [0], "slurm cores", True), _prov(1, "h1", [1], "slurm cores", True)]
+    noisy = _run_with(tmp_path / "d", cores, rank_compute_s=[0.3, 0.4], rank_compute_ci95_s=[0.08, 0.08])
+    assert noisy["straggler"].severity == "info" and "within the noise" in noisy["straggler"].claim
+    clear = _run_with(tmp_path / "e", cores, rank_compute_s=[0.3, 0.4], rank_compute_ci95_s=[0.01, 0.01])
+    assert clear["straggler"].severity == "warning"
+    # an older record has only the slowest rank's interval: it stands for every rank's
+    old = _run_with(tmp_path / "f", cores, rank_compute_s=[0.3, 0.4], compute_time_ci95_s=0.08)
+    assert old["straggler"].severity == "info"
 
 
 def test_a_comm_share_the_model_predicts_is_its_own_cause(tmp_path):

@@ -3,6 +3,7 @@ other points of the study (for comparisons), with indexes over them built once f
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,56 @@ T = TypeVar("T")
 
 
 STRAGGLER = 0.15  # a rank this much above the median compute time of its peers is a straggler (rules/host.py)
+
+
+@dataclass(frozen=True)
+class Lag:
+    """The slowest rank against the median of the others (with two ranks, a median over both would halve the gap),
+    by their compute-only times where the point has them (at the allreduce every rank waits for the slowest, so
+    their step times come out equal), else their step times."""
+
+    rank: int
+    time: float  # its own mean
+    others: float  # the other ranks' median
+    noise: float | None  # half-width of the 95% CI of the gap (None: no interval recorded)
+    what: str  # "compute" | "step"
+
+    @property
+    def over(self) -> float:
+        return self.time - self.others
+
+    @property
+    def straggles(self) -> bool:
+        """More than STRAGGLER above the others, and beyond the noise of the means: a gap inside the interval
+        of 8 steps on a host whose speed drifts is no finding."""
+        return self.others > 0 and self.over / self.others >= STRAGGLER and not self.within_noise
+
+    @property
+    def within_noise(self) -> bool:
+        return self.noise is not None and self.over <= self.noise
+
+
+def lag(record: ResultRecord | None) -> Lag | None:
+    """The point's slowest rank, or None where fewer than two ranks have a time."""
+    if record is None:
+        return None
+    own = record.rank_compute_s
+    times = own or record.rank_step_s
+    if len(times) < 2 or any(t is None for t in times):
+        return None
+    ts = [float(t) for t in times if t is not None]
+    worst = max(range(len(ts)), key=lambda r: ts[r])
+    others = [t for r, t in enumerate(ts) if r != worst]
+    # each rank's own interval where recorded, else the point's (the slowest rank's) for every rank
+    hws = record.rank_compute_ci95_s if own else []
+    hw_point = record.compute_time_ci95_s if own else record.step_time_ci95_s
+    if len(hws) == len(ts) and all(h is not None for h in hws):
+        mine = hws[worst] or 0.0
+        theirs = statistics.median(h or 0.0 for r, h in enumerate(hws) if r != worst)
+        noise: float | None = math.hypot(mine, theirs)
+    else:
+        noise = None if hw_point is None else math.hypot(hw_point, hw_point)
+    return Lag(worst, ts[worst], statistics.median(others), noise, "compute" if own else "step")
 
 
 def _rank_compute(point: Subject) -> list[float]:
@@ -32,15 +83,12 @@ def typical_compute(point: Subject) -> float | None:
 
 def synchronous_compute(point: Subject) -> float | None:
     """The compute-only step a synchronous step waits for: the slowest rank's, since every rank waits for it at the
-    gradient exchange (the model's). Where that rank is a straggler (the straggler rule's finding: more than
-    STRAGGLER above the others' median) typical_compute's instead."""
-    own = _rank_compute(point)
-    if len(own) < 2:
+    gradient exchange (the model's). Where that rank straggles (Lag.straggles: the straggler rule's finding)
+    typical_compute's instead."""
+    slow = lag(point.record)
+    if slow is None or slow.what != "compute":
         return typical_compute(point)
-    worst = max(own)
-    others = list(own)
-    others.remove(worst)
-    return worst if worst < statistics.median(others) * (1 + STRAGGLER) else statistics.median_low(own)
+    return typical_compute(point) if slow.straggles else slow.time
 
 
 def _evidence(point: Subject) -> Evidence:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hpcbench.errors import InjectedFault
+from hpcbench.stats import mean_ci95
 
 
 def train_step(model: Any, opt: Any, data: Any, info: Any, loss_fn: Any,
@@ -103,3 +104,9 @@ def slowest(per_rank: list[list[float]]) -> list[float]:
 def rank_means(per_rank: list[list[float]]) -> list[float | None]:
     """Each rank's own mean, indexed by rank (None for a rank with no steps)."""
     return [sum(times) / len(times) if times else None for times in per_rank]
+
+
+def rank_ci95s(per_rank: list[list[float]]) -> list[float | None]:
+    """Each rank's own mean's 95% CI half-width, indexed by rank (None for fewer than two steps): the straggler
+    rule weighs a rank's gap against it."""
+    return [mean_ci95(times)[1] if times else None for times in per_rank]

@@ -32,7 +32,7 @@ from hpcbench.workloads.data import batches
 from hpcbench.workloads.distenv import DistEnv
 from hpcbench.workloads.gpumon import GpuSampler
 from hpcbench.workloads.models import build_model
-from hpcbench.workloads.steps import rank_means, slowest, timed_steps, train_step, with_delay, with_fault
+from hpcbench.workloads.steps import rank_ci95s, rank_means, slowest, timed_steps, train_step, with_delay, with_fault
 
 COMPUTE_STEPS_MAX = 50  # compute-only steps for the comm/compute split: enough for a stable mean
 
@@ -60,6 +60,7 @@ class Measured:
     inputs: list[float] = field(default_factory=list)  # per timed step, the wait of the rank that waited longest
     rank_step: list[float | None] = field(default_factory=list)  # by rank: its own mean step time
     rank_compute: list[float | None] = field(default_factory=list)  # by rank: its own mean compute-only time
+    rank_compute_ci95: list[float | None] = field(default_factory=list)  # by rank: its mean's CI half-width
     rank_input: list[float | None] = field(default_factory=list)  # by rank: its own mean wait for the batch
     loads: list[NodeLoad] = field(default_factory=list)  # one per node
 
@@ -135,7 +136,8 @@ def _measure(cfg: TrainConfig, env: DistEnv, fw: Any, dev: tuple[Any, Any, int |
     return Measured(slowest([t for t, _ in timed]), slowest(compute) if compute else None,
                     fw.allgather((gpu.samples, gpu.source, gpu.reason)), ranks, fw.allgather(prov.finish()), lr,
                     model, train_opt, inputs=slowest([w for _, w in timed]), rank_step=rank_means([t for t, _ in timed]),
-                    rank_compute=rank_means(compute) if compute else [], rank_input=rank_means([w for _, w in timed]),
+                    rank_compute=rank_means(compute) if compute else [], rank_compute_ci95=rank_ci95s(compute or []),
+                    rank_input=rank_means([w for _, w in timed]),
                     loads=placement.node_loads([e for _, e in where], ranks))
 
 
@@ -179,7 +181,8 @@ def _record(cfg: TrainConfig, env: DistEnv, fw: Any, m: Measured, started: str, 
         provenance=[paths.provenance(d["rank"]).name for d in sorted(m.provs, key=lambda d: d["rank"])],
         params=params_seen(cfg), input_times_s=m.inputs, input_time_s=input_time,
         input_fraction=None if input_time is None else input_time / mean, rank_step_s=m.rank_step,
-        rank_compute_s=m.rank_compute, rank_input_s=m.rank_input, node_load=m.loads, gpu_numa_ok=gpu_numa_ok,
+        rank_compute_s=m.rank_compute, rank_compute_ci95_s=m.rank_compute_ci95,
+        rank_input_s=m.rank_input, node_load=m.loads, gpu_numa_ok=gpu_numa_ok,
         gpu_numa_detail=gpu_numa_detail,
     )
 

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from hpcbench.explain.context import STRAGGLER, Context, typical_compute
+from hpcbench.explain.context import STRAGGLER, Context, lag, typical_compute
 from hpcbench.explain.inputs import Subject
 from hpcbench.figures.wire import machines
 from hpcbench.findings import Finding
@@ -280,34 +280,33 @@ def load(ctx: Context) -> list[Finding]:
 
 
 def straggler(ctx: Context) -> list[Finding]:
-    """The slowest rank against the median of the others (with two ranks, a median over both would halve
-    the gap). Compute-only times tell: at the allreduce every rank waits for the slowest, so their step
-    times come out equal."""
+    """The slowest rank against the others (context.lag), where it lags by STRAGGLER beyond the noise of the
+    means and the wait costs STRAGGLER_COST of the step; an info line where only the noise hides it."""
     rec = ctx.record
-    own = getattr(rec, "rank_compute_s", None)
-    times = own or getattr(rec, "rank_step_s", None)
-    if rec is None or not times or len(times) < 2 or any(t is None for t in times):
+    slow = lag(rec)
+    if rec is None or slow is None or slow.others <= 0 or slow.over / slow.others < STRAGGLER:
         return []
-    worst = max(range(len(times)), key=lambda r: times[r])
-    med = statistics.median(t for r, t in enumerate(times) if r != worst)
-    over = times[worst] - med
-    if med <= 0 or over / med < STRAGGLER:
-        return []
+    worst, med, over, what = slow.rank, slow.others, slow.over, slow.what
     r = next((x for x in rec.ranks if x.rank == worst), None)
     where = f" on {r.slurm_node or r.hostname}" if r else ""
     cost = min(over / rec.mean_step_time_s, 1.0) if rec.mean_step_time_s else None
     if cost is not None and cost < STRAGGLER_COST:
         return []
-    what = "compute" if own else "step"
+    if slow.within_noise:
+        return [Finding(INFO, "straggler", f"rank {worst}{where} takes {slow.time * 1e3:.1f} ms per {what}, the other "
+                        f"ranks {med * 1e3:.1f} ms (median), but the gap is within the noise of their means "
+                        f"(±{(slow.noise or 0.0) * 1e3:.1f} ms): not told apart", f"more {ctx.key('steps')} to tell",
+                        f"result.json rank_{what}_s and its CI", subject=ctx.name)]
     shared = _threads_per_cpu(ctx, r.hostname if r else None, worst)
     waits = [t for t in (getattr(rec, "rank_input_s", None) or []) if t is not None]
-    input_gap = waits[worst] - statistics.median(waits) if len(waits) == len(times) else 0.0
+    input_gap = (waits[worst] - statistics.median(waits) if len(waits) == len(rec.rank_compute_s or rec.rank_step_s)
+                 else 0.0)
     explained = SHARED_LAG * med + SLICE_S * max(shared - 1.0, 0.0)  # what sharing its CPUs can explain
     alone = over > explained and over > 2 * input_gap  # more than sharing or its own input wait explain
     beyond = (f", more than sharing its CPUs ({shared:.1f} threads per CPU) explains" if alone and shared > 1.0
               else "")
     node = (r.slurm_node or r.hostname) if r else None
-    return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {times[worst] * 1e3:.1f} ms per {what}, the "
+    return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {slow.time * 1e3:.1f} ms per {what}, the "
                     f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it{beyond}"
                     + _hunt_said(ctx, node),
                     f"remove an injected straggler ({ctx.key('slow_rank')} = -1) if the sweep has one; else find "

@@ -70,6 +70,11 @@ def communication(ctx: Context) -> list[Finding]:
     hi = p.comm_time_s + (p.comm_time_ci95_s or 0.0)
     lo = max(p.comm_time_s - (p.comm_time_ci95_s or 0.0), 0.0)
     span = f" ({lo / p.step_time_s:.0%}–{min(hi / p.step_time_s, 1.0):.0%})" if p.step_time_s else ""
+    if p.step_time_s and lo / p.step_time_s < COMM_BOUND:  # claimed only where the interval clears the bound
+        return [Finding(INFO, "comm-share", f"communication shows as {share:.0%} of the step{span}, but its interval "
+                        f"reaches below {COMM_BOUND:.0%}: not told apart from a step that hides it",
+                        f"more {ctx.key('steps')} or {ctx.key('repeats')} to measure the split",
+                        "comm_time_s and its CI", subject=ctx.name)]
     said = describe(p.backend, ctx.provenance)  # Gloo's and MPI's transport, from the ranks' provenance
     return [Finding(WARNING, "comm-share", f"communication not hidden behind compute is {share:.0%} of the step"
                     f"{span}" + (f", over {said.text}" if said else ""),
