@@ -65,6 +65,33 @@ def cli():
     return run_cli
 
 
+def sbatch_wait(argv: list[str], timeout: float = 600, **kw) -> subprocess.CompletedProcess[str]:
+    """``sbatch --wait ARGV`` as a user runs it, but looking at the job every half second: sbatch's own wait looks
+    after 2, 4, 8, 16 and then every 32 s, so a 7 s job held its test for 30 s. returncode: the job's exit code
+    (sbatch --wait's), 1 where it ended without one (cancelled, timed out, node failure)."""
+    import re
+    import time
+
+    sub = subprocess.run(["sbatch", "--parsable", *argv], capture_output=True, text=True, check=False, timeout=60,
+                         **kw)
+    if sub.returncode != 0:
+        return sub
+    job = sub.stdout.strip().split(";")[0]
+    env = kw.get("env")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shown = subprocess.run(["scontrol", "-o", "show", "job", job], capture_output=True, text=True, check=False,
+                               env=env).stdout
+        state = re.search(r"\bJobState=(\S+)", shown)
+        if state and state.group(1) not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED"):
+            done = state.group(1) == "COMPLETED"
+            code = re.search(r"\bExitCode=(\d+):(\d+)", shown)
+            rc = 0 if done else (int(code.group(1)) if code else 0) or 1
+            return subprocess.CompletedProcess(sub.args, rc, sub.stdout, sub.stderr + ("" if done else shown))
+        time.sleep(0.5)
+    raise subprocess.TimeoutExpired(sub.args, timeout)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that uses the local Slurm carries the slurm marker, so `-m "not slurm"` never runs one by mistake."""
     for item in items:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import sbatch_wait
 
 from hpcbench.errors import ConfigError
 from hpcbench.plan.expand import expand
@@ -240,11 +241,9 @@ def test_srun_gives_each_task_the_plans_rank_environment(tmp_path, slurm_cluster
     dump = (f"import json, os; open(os.path.join({str(tmp_path)!r}, 'env-' + os.environ['SLURM_PROCID']), 'w')"
             ".write(json.dumps(dict(os.environ)))")
     srun = shlex.join([*plan.words.argv, sys.executable, "-c", dump])
-    proc = subprocess.run(["sbatch", "--wait", "--parsable", "--partition=debug", f"--nodes={plan.nodes}",
-                           f"--ntasks-per-node={plan.ranks_per_node}",
-                           f"--cpus-per-task={plan.settings.cpus_per_task}",
-                           "--time=2", f"--output={tmp_path}/out", f"--wrap={srun}"],
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = sbatch_wait(["--partition=debug", f"--nodes={plan.nodes}", f"--ntasks-per-node={plan.ranks_per_node}",
+                        f"--cpus-per-task={plan.settings.cpus_per_task}", "--time=2", f"--output={tmp_path}/out",
+                        f"--wrap={srun}"], timeout=300)
     assert proc.returncode == 0, proc.stderr + (tmp_path / "out").read_text()
     for rank in range(plan.world_size):
         env = json.loads((tmp_path / f"env-{rank}").read_text())

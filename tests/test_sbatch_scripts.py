@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, sbatch_wait
 
 SCRIPTS = sorted((REPO / "sbatch").glob("*.sh"))
 # nccl-tests' all_reduce_perf row: size count type redop root, then time algbw busbw #wrong twice.
@@ -36,7 +36,7 @@ def test_every_script_says_what_it_measures_and_what_to_edit(script):
 
 
 def sbatch(tmp_path, script: str, *opts: str, home: bool = True, **env: str) -> tuple[str, Path]:
-    """``sbatch --wait`` from a scratch submit folder, CPU settings from the environment; (log text, run dir)."""
+    """``sbatch --wait`` (conftest.sbatch_wait) from a scratch submit folder, CPU settings from the environment; (log text, run dir)."""
     runs = tmp_path / "runs"
     # As a user would: `module load hpcbench` (from this checkout's modules/) puts the venv's python3 first.
     full = {**os.environ, "RUNS_ROOT": str(runs), "HPCBENCH_DEVICE": "cpu", "MODULE_USE": str(REPO / "modules"),
@@ -47,9 +47,7 @@ def sbatch(tmp_path, script: str, *opts: str, home: bool = True, **env: str) -> 
         full.pop("HPCBENCH_HOME")
     # Without HPCBENCH_HOME, submitted by a path relative to the submit folder, as `sbatch ../x/sbatch/s.sh`.
     path = str(REPO / "sbatch" / script) if home else os.path.relpath(REPO / "sbatch" / script, tmp_path)
-    proc = subprocess.run(["sbatch", "--wait", "--parsable", "--gpus-per-node=0", "--cpus-per-task=1", "--time=5",
-                           *opts, path], cwd=tmp_path, env=full, capture_output=True, text=True, timeout=600,
-                          check=False)
+    proc = sbatch_wait(["--gpus-per-node=0", "--cpus-per-task=1", "--time=5", *opts, path], cwd=tmp_path, env=full)
     job = proc.stdout.strip().split(";")[0]
     name = script[:-3]
     run_dir = runs / f"{name}-{job}"
