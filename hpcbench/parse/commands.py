@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcbench.errors import ConfigError, NoSuchFile, read_text
-from hpcbench.findings import Finding
 from hpcbench.parse.api import Log, parse_file, read_log
-from hpcbench.tabular import format_table
 from hpcbench.vocab import ERROR, INFO, WARNING
+
+if TYPE_CHECKING:  # imported where used: `hpcbench parse --format json` does without them (~3 ms of its start)
+    from hpcbench.findings import Finding
 
 
 def _check_paths(files: list[str]) -> None:
@@ -90,6 +91,8 @@ def parse_command(files: list[str], fmt: str) -> int:
     if fmt == "json":
         print(_dumps(docs))
         return 0
+    from hpcbench.tabular import format_table
+
     cols = ["file", "nccl", "network", "link", "transports", "hosts", "edges", "nccl-tests", "horovod", "hpcbench",
             "records", "warnings"]
     print(format_table([dict(zip(cols, _summary_row(d))) for d in docs], cols))
@@ -107,6 +110,7 @@ def _read_all(files: list[str]) -> list[Log]:
 def check_findings(logs: list[Log], prov: list[dict[str, Any]], gpu: bool) -> list[Finding]:
     """What ``hpcbench check`` prints about logs: each one's network verdict, its checks (with the lines that
     show them), and what could not be read in it."""
+    from hpcbench.findings import Finding
     from hpcbench.parse.checks import check_parsed, verdict  # not for `hpcbench parse` (~4 ms of its start)
 
     findings: list[Finding] = []
