@@ -49,6 +49,10 @@ def test_namespaced_cluster_up_degrade_restore_down(cli, tmp_path):
         # tbf at both ends of each veth: the host's end (what the node receives) and the node's eth0 (what it sends)
         assert "tbf" in _sh("tc", "qdisc", "show", "dev", lay.veth("node2"))
         assert "tbf" in _sh("ip", "netns", "exec", lay.netns("node2"), "tc", "qdisc", "show", "dev", "eth0")
+        # jumbo frames end to end: the node's eth0, its veth's host end and the bridge
+        for shown in (_sh("ip", "-n", lay.netns("node2"), "link", "show", "eth0"),
+                      _sh("ip", "link", "show", lay.veth("node2")), _sh("ip", "link", "show", lay.bridge)):
+            assert f" mtu {nodes.MTU} " in shown, shown
         assert 'bits_per_second = 100000000\nsource = "shaped link of the minicluster"' in lay.links.read_text()
         assert f'HPCBENCH_LINKS = "{lay.links}"' in lay.profile.read_text()
 

@@ -83,6 +83,9 @@ TaskPlugin={"task/affinity" if slurm_binds(shape) else "task/none"}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+# A batch job starts as soon as it is submitted: by default Slurm may hold it up to 3 s (batch_sched_delay) to
+# schedule many submissions at once, which on this cluster of one-job-at-a-time sweeps only adds latency.
+SchedulerParameters=batch_sched_delay=0
 MpiDefault=none
 # The nodes share one filesystem, so PMIx needs a separate temporary folder per node.
 TmpFS={lay.tmp}/%n
