@@ -344,11 +344,13 @@ def test_load_before_the_steps_and_gpu_numa_pairing(tmp_path):
     ar = point(kind="collective", nodes=2, rpn=1)
     comm = make_run(tmp_path / "ar", [(ar, record(ar, 1.0, kind="collective"))])
     assert "oversubscribed" not in rules_of(comm.root)[ar.label]
-    # a Horovod rank keeps its background thread runnable too: 3.0 on the two CPUs of its two ranks is their own
+    # a Horovod-MPI rank keeps its background thread runnable too (it spins in MPI): 3.0 on the two CPUs of its two
+    # ranks is their own; Horovod-Gloo's thread sleeps
     assert "load" in found("ddp-3", node_load=kernel(3.0))
-    assert "load" not in found("hvd-3", node_load=kernel(3.0), framework="horovod")
+    assert "load" in found("hvd-gloo-3", node_load=kernel(3.0), framework="horovod", backend="gloo")
+    assert "load" not in found("hvd-3", node_load=kernel(3.0), framework="horovod", backend="mpi")
     assert "at most 4 (with 1 background thread per rank)" in found("hvd-6", node_load=kernel(6.0),
-                                                                    framework="horovod")["load"].claim
+                                                                    framework="horovod", backend="mpi")["load"].claim
     far = "rank 1: GPU 1 (0000:3b:00.0) is on NUMA node 0, the rank's CPUs [32] on NUMA node(s) [1]: " \
           "its data crosses the socket link"
     numa = found("far", device="cuda", gpu_numa_ok=False, gpu_numa_detail=far)["gpu-numa"]

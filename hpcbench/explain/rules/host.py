@@ -254,10 +254,11 @@ def _kernels(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:
     return out
 
 
-# Threads a rank keeps runnable beside its cpus_per_task compute threads, by framework: Horovod's background thread
-# polls for work every HOROVOD_CYCLE_TIME (and an MPI rank that waits spins), so on the model sweep two Horovod-MPI
-# ranks alone held the 1-minute load at 3.0 on their 2 CPUs, which read as something running beside them.
-BACKGROUND_THREADS = {"horovod": 1}
+# Threads a rank keeps runnable beside its cpus_per_task compute threads, by (framework, backend): Horovod's
+# background thread waits inside MPI by spinning, so on the model sweep two Horovod-MPI ranks alone held the 1-minute
+# load at 3.0 on their 2 CPUs, which read as something running beside them (Horovod-Gloo's thread sleeps: its
+# points read 2.x).
+BACKGROUND_THREADS = {("horovod", "mpi"): 1}
 
 
 def load(ctx: Context) -> list[Finding]:
@@ -270,7 +271,7 @@ def load(ctx: Context) -> list[Finding]:
         n = nodes[0]
         host = "+".join(sorted(x.slurm_node or x.host for x in nodes)) if n.kernel and len(nodes) > 1 else n.host
         cpus = n.kernel_cpus or n.cpus
-        extra = BACKGROUND_THREADS.get(getattr(ctx.record, "framework", ""), 0)
+        extra = BACKGROUND_THREADS.get((ctx.record.framework, ctx.record.backend), 0) if ctx.record else 0
         own = sum((x.ranks or 0) * ((x.cpus_per_task or 1) + extra) for x in nodes)
         if not cpus or not n.before or n.before[0] <= cpus or n.before[0] - own < 1.0:
             continue
