@@ -214,6 +214,16 @@ class HuntSeen:
     suspects: tuple[tuple[str, str, str], ...]  # (node, kind, evidence)
 
 
+def hunt_said(hunts: tuple[HuntSeen, ...], node: str | None) -> str:
+    """What the newest hunt that covered ``node`` found there, as a clause (it is the evidence to act on)."""
+    for h in hunts:
+        if node in h.nodes:
+            mine = [f"{kind}: {evidence}" for n, kind, evidence in h.suspects if n == node]
+            return (f"; the hunt {h.path} named {node} ({mine[0]})" if mine else
+                    f"; the hunt {h.path} found {node} healthy, so look at what ran beside this job")
+    return ""
+
+
 @cache
 def profile_of(source: str) -> Used | None:
     """The cluster profile the run directory ``source`` used (its cluster.txt), with the keys it set that the run's

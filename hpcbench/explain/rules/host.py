@@ -13,6 +13,7 @@ from typing import Any
 
 from hpcbench.explain.context import STRAGGLER, Context, lag, typical_compute
 from hpcbench.explain.inputs import Subject
+from hpcbench.figures.inputs import hunt_said
 from hpcbench.figures.wire import machines
 from hpcbench.findings import Finding
 from hpcbench.parse.evidence import mask_cpus
@@ -254,10 +255,8 @@ def _kernels(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:
     return out
 
 
-# Threads a rank keeps runnable beside its cpus_per_task compute threads, by (framework, backend): Horovod's
-# background thread waits inside MPI by spinning, so on the model sweep two Horovod-MPI ranks alone held the 1-minute
-# load at 3.0 on their 2 CPUs, which read as something running beside them (Horovod-Gloo's thread sleeps: its
-# points read 2.x).
+# Threads a rank keeps runnable beside its compute threads: Horovod's background thread spins inside MPI (two
+# Horovod-MPI ranks alone held the 1-minute load at 3.0 on their 2 CPUs); Horovod-Gloo's sleeps.
 BACKGROUND_THREADS = {("horovod", "mpi"): 1}
 
 
@@ -319,7 +318,7 @@ def straggler(ctx: Context) -> list[Finding]:
     node = (r.slurm_node or r.hostname) if r else None
     return [Finding(WARNING, "straggler", f"rank {worst}{where} takes {slow.time * 1e3:.1f} ms per {what}, the "
                     f"other ranks {med * 1e3:.1f} ms (median): every step waits {over * 1e3:.1f} ms for it{beyond}"
-                    + _hunt_said(ctx, node),
+                    + hunt_said(ctx.point.hunts, node),
                     f"remove an injected straggler ({ctx.key('slow_rank')} = -1) if the sweep has one; else find "
                     f"out whether {node or 'that node'} is slow: hpcbench hunt --nodes {_point_nodes(ctx, node)}, "
                     f"then keep it out: hpcbench sweep SWEEP --exclude-nodes @RUNS/hunt-.../hunt.json "
@@ -333,16 +332,6 @@ def _point_nodes(ctx: Context, node: str | None) -> str:
     rec = ctx.record
     names = sorted({x.slurm_node for x in rec.ranks if x.slurm_node}) if rec is not None else []
     return ",".join(names) if len(names) > 1 else (node or "NODES")
-
-
-def _hunt_said(ctx: Context, node: str | None) -> str:
-    """What the newest hunt beside the run that covered ``node`` found there (it is the evidence to act on)."""
-    for h in ctx.point.hunts:
-        if node in h.nodes:
-            mine = [f"{kind}: {evidence}" for n, kind, evidence in h.suspects if n == node]
-            return (f"; the hunt {h.path} named {node} ({mine[0]})" if mine else
-                    f"; the hunt {h.path} found {node} healthy, so look at what ran beside this job")
-    return ""
 
 
 def _threads_per_cpu(ctx: Context, host: str | None, rank: int) -> float:
