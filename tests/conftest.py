@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,9 +71,6 @@ def sbatch_wait(argv: list[str], timeout: float = 600, **kw) -> subprocess.Compl
     """``sbatch --wait ARGV`` as a user runs it, but looking at the job every half second: sbatch's own wait looks
     after 2, 4, 8, 16 and then every 32 s, so a 7 s job held its test for 30 s. returncode: the job's exit code
     (sbatch --wait's), 1 where it ended without one (cancelled, timed out, node failure)."""
-    import re
-    import time
-
     sub = subprocess.run(["sbatch", "--parsable", *argv], capture_output=True, text=True, check=False, timeout=60,
                          **kw)
     if sub.returncode != 0:

@@ -36,10 +36,15 @@ class Lag:
         return self.time - self.others
 
     @property
+    def exceeds(self) -> bool:
+        """More than STRAGGLER above the others."""
+        return self.others > 0 and self.over / self.others >= STRAGGLER
+
+    @property
     def straggles(self) -> bool:
-        """More than STRAGGLER above the others, and beyond the noise of the means: a gap inside the interval
-        of 8 steps on a host whose speed drifts is no finding."""
-        return self.others > 0 and self.over / self.others >= STRAGGLER and not self.within_noise
+        """exceeds, and beyond the noise of the means: a gap inside the interval of 8 steps on a host whose speed
+        drifts is no finding."""
+        return self.exceeds and not self.within_noise
 
     @property
     def within_noise(self) -> bool:
@@ -52,9 +57,9 @@ def lag(record: ResultRecord | None) -> Lag | None:
         return None
     own = record.rank_compute_s
     times = own or record.rank_step_s
-    if len(times) < 2 or any(t is None for t in times):
+    ts = [t for t in times if t is not None]
+    if len(ts) < 2 or len(ts) < len(times):
         return None
-    ts = [float(t) for t in times if t is not None]
     worst = max(range(len(ts)), key=lambda r: ts[r])
     others = [t for r, t in enumerate(ts) if r != worst]
     # each rank's own interval where recorded, else the point's (the slowest rank's) for every rank

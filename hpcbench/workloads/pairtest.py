@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hpcbench.workloads.provenance import kernel_id
+
 PREFIX = "hpcbench-hunt:"
 
 
@@ -68,7 +70,8 @@ def probe(repeats: int, inner: int = 3_500_000) -> dict[str, Any]:
         if i:  # the first is the warm-up
             out.append(took)
         time.sleep(TURN_S)
-    return {"kind": "probe", "node": _node(), "seconds": out, "host": _boot_id(), "cpus": cpus,
+    # host "": no boot id, never taken for one host
+    return {"kind": "probe", "node": _node(), "seconds": out, "host": kernel_id() or "", "cpus": cpus,
             "waited_s": waited}
 
 
@@ -90,14 +93,6 @@ def _own_cpus(cpus: list[int]) -> Iterator[None]:
             f = held.enter_context(open(where / f"hpcbench-probe-cpu{c}.lock", "a"))
             fcntl.flock(f, fcntl.LOCK_EX)
         yield
-
-
-def _boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return ""  # no Linux boot id: never taken for one host
 
 
 def pair(nbytes: int, iters: int, repeats: int, backend: str) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from hpcbench.records import NodeLoad
 from hpcbench.workloads.affinity import CpuTopology, cpu_list, cpuset_cpus
-from hpcbench.workloads.provenance import boot_id, nvml_bus_id, sysfs_bus_id
+from hpcbench.workloads.provenance import kernel_id, nvml_bus_id, sysfs_bus_id
 
 
 def use_device(device: str, local_rank: int) -> tuple[Any, Callable[[], Any], int | None]:
@@ -126,7 +126,7 @@ class LoadProbe:
             cores = {c for cpu, c in topo.items() if not own or cpu in own}
             self.entry = {"host": socket.gethostname(), "slurm_node": os.environ.get("SLURMD_NODENAME"),
                           "cpus": len(own) if own else os.cpu_count(), "cores": len(cores) or None, "before": None,
-                          "after": None, "kernel": _kernel(), "kernel_cpus": os.cpu_count()}
+                          "after": None, "kernel": kernel_id(), "kernel_cpus": os.cpu_count()}
 
     def __enter__(self) -> LoadProbe:  # noqa: PYI034
         if self.entry is not None:
@@ -136,13 +136,6 @@ class LoadProbe:
     def __exit__(self, *exc: object) -> None:
         if self.entry is not None:
             self.entry["after"] = list(os.getloadavg())
-
-
-def _kernel() -> str | None:
-    try:
-        return boot_id() or None
-    except OSError:  # no Linux boot id: the node is judged alone, by its host name
-        return None
 
 
 def node_loads(entries: list[dict[str, Any] | None], ranks: list[Any]) -> list[NodeLoad]:

@@ -219,6 +219,14 @@ def boot_id() -> str:
     return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 
 
+def kernel_id() -> str | None:
+    """boot_id, or None where there is none (not Linux): such a node is judged alone, by its host name."""
+    try:
+        return boot_id() or None
+    except OSError:
+        return None
+
+
 def _net_namespace() -> str:
     return os.readlink("/proc/self/ns/net")  # "net:[4026531840]": ranks of one namespace share its interfaces
 

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from hpcbench.explain.context import STRAGGLER, Context, lag, typical_compute
+from hpcbench.explain.context import Context, lag, typical_compute
 from hpcbench.explain.inputs import Subject
 from hpcbench.figures.inputs import hunt_said
 from hpcbench.figures.wire import machines
@@ -170,11 +170,13 @@ def _own_cpus(prov: list[dict[str, Any]]) -> str:
     return "; ".join(f"{n}: CPU {','.join(map(str, sorted(c)))}" for n, c in sorted(by.items()))
 
 
-def _hosts(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:
-    """Node loads grouped by host: Slurm nodes that share a host (the minicluster) share its CPUs."""
+def _hosts(loads: list[NodeLoad], by_kernel: bool = False) -> dict[str, list[NodeLoad]]:
+    """Node loads grouped by host: Slurm nodes that share a host (the minicluster) share its CPUs. ``by_kernel``:
+    by boot id where recorded (by host name in records that do not say), since the load average is the kernel's,
+    so the minicluster's nodes, each in its own namespaces and cpuset, all see one figure."""
     out: dict[str, list[NodeLoad]] = {}
     for n in loads:
-        out.setdefault(n.host, []).append(n)
+        out.setdefault((n.kernel if by_kernel else None) or n.host, []).append(n)
     return out
 
 
@@ -246,15 +248,6 @@ def compute_growth(ctx: Context) -> list[Finding]:
                     f"about {cost:.0%} of the step" if cost else None, ctx.name, cost)]
 
 
-def _kernels(loads: list[NodeLoad]) -> dict[str, list[NodeLoad]]:
-    """Node loads grouped by kernel (boot id; by host name in records that do not say): the load average is the
-    kernel's, so the minicluster's nodes, each in its own namespaces and cpuset, all see one figure."""
-    out: dict[str, list[NodeLoad]] = {}
-    for n in loads:
-        out.setdefault(n.kernel or n.host, []).append(n)
-    return out
-
-
 # Threads a rank keeps runnable beside its compute threads: Horovod's background thread spins inside MPI (two
 # Horovod-MPI ranks alone held the 1-minute load at 3.0 on their 2 CPUs); Horovod-Gloo's sleeps.
 BACKGROUND_THREADS = {("horovod", "mpi"): 1}
@@ -266,7 +259,7 @@ def load(ctx: Context) -> list[Finding]:
     well, something ran beside this one (warning). The figure is the kernel's: weighed against the kernel's
     CPUs, less every rank of the point on it (node1's 1-CPU cpuset against a load that counts node2's rank
     too named 'load' on most 2-node points of the minicluster)."""
-    for _, nodes in sorted(_kernels(list(getattr(ctx.record, "node_load", None) or [])).items()):
+    for _, nodes in sorted(_hosts(list(getattr(ctx.record, "node_load", None) or []), by_kernel=True).items()):
         n = nodes[0]
         host = "+".join(sorted(x.slurm_node or x.host for x in nodes)) if n.kernel and len(nodes) > 1 else n.host
         cpus = n.kernel_cpus or n.cpus
@@ -294,7 +287,7 @@ def straggler(ctx: Context) -> list[Finding]:
     means and the wait costs STRAGGLER_COST of the step; an info line where only the noise hides it."""
     rec = ctx.record
     slow = lag(rec)
-    if rec is None or slow is None or slow.others <= 0 or slow.over / slow.others < STRAGGLER:
+    if rec is None or slow is None or not slow.exceeds:
         return []
     worst, med, over, what = slow.rank, slow.others, slow.over, slow.what
     r = next((x for x in rec.ranks if x.rank == worst), None)
