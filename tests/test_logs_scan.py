@@ -411,3 +411,127 @@ def test_scan_hands_back_new_edges_cut():
         (0, 0, 1, None, "P2P/IPC/read"), (1, 0, 8, "send", "NET/IB/1/GDRDMA"), (0, 7, 0, "receive", "NET/IB/0"),
         (3, 3, None, None, "P2P/direct pointer")]
     assert [f[0][10:20] for f in cut[0]] == [b"Using netw", b"Channel 04", b"Channel 05", b"Channel 06", b"Connected "]
+
+
+# A job's lines as the rank prediction reads them (_scan.c's Rank): ranks that print their own sequence of messages in
+# every communicator, with messages that every rank prints among them; bare lines (the host first), so width > 0.
+RANK_MSGS = [b"NCCL INFO Using network IB", b"NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]", b"NCCL INFO Connected all rings",
+             b"NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read", b"NCCL INFO Channel 01/0 : 1[1] -> 2[2] via SHM"]
+
+
+def _rank_line(rank: int, msg: bytes, tid: int = 1) -> bytes:
+    return f"node{rank % 3}:{100 + rank}:{tid} [{rank % 8}] ".encode() + msg
+
+
+def _scan_lines(m, lines: list[bytes]) -> list[bytes]:
+    """The messages scan finds new in ``lines`` (with windows: a line's first 7 bytes)."""
+    buf = b"\n" + b"\n".join(lines) + b"\n"
+    return [f[0] for f in m.scan(buf, 0, len(buf), 0, len(buf) - 1, 7)[0]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["scan", "rollback", "forget"]),
+                          st.lists(st.tuples(st.integers(0, 5), st.lists(st.integers(0, 11), max_size=8)), max_size=6),
+                          st.integers(0, 3)), max_size=8))
+def test_a_rank_s_sequence_is_tried_first_and_never_stands_for_the_set(ops):
+    """Blocks of lines of one rank each (its own and shared messages, a thread id per communicator), spans of them
+    scanned, rolled back, messages forgotten: scan finds exactly the messages a set of those read so far lacks."""
+    m = fastpath.compiled_messages()
+    kept: set[bytes] = set()
+    added: set[bytes] = set()
+    for op, blocks, tid in ops:
+        if op == "rollback":
+            m.rollback()
+            kept -= added
+            added = set()
+            continue
+        lines = [_rank_line(r, RANK_MSGS[k] if k < len(RANK_MSGS) else f"NCCL INFO Ring {k:02d} : {r} -> {k} via SHM".encode(), tid)
+                 for r, ks in blocks for k in ks]
+        if op == "forget":
+            for line in lines[:2]:
+                msg = line[line.index(b"NCCL "):]
+                m.forget(msg)
+                kept.discard(msg)
+            continue
+        want = []
+        for line in lines:
+            msg = line[line.index(b"NCCL "):]
+            if msg not in kept and msg not in want:
+                want.append(msg)
+        got = _scan_lines(m, lines)
+        assert got == want
+        kept |= set(got)
+        added = set(got)
+
+
+def test_a_rolled_back_rank_sequence_is_not_read_as_kept():
+    """A rank read a then b, b was rolled back (the line path read that span): its sequence still leads from a to b,
+    whose bytes still lie in the set's arena, and b is found new all the same."""
+    m = fastpath.compiled_messages()
+    a = [_rank_line(0, f"NCCL INFO Ring {k:02d} : 0 -> 1 via SHM".encode()) for k in range(40)]
+    b = [_rank_line(0, f"NCCL INFO Ring {k:02d} : 0 -> 2 via SHM".encode()) for k in range(40)]
+    assert len(_scan_lines(m, a)) == 40 and len(_scan_lines(m, b)) == 40
+    m.rollback()
+    assert _scan_lines(m, a + b) == [line[line.index(b"NCCL "):] for line in b]
+    assert _scan_lines(m, a + b) == [] and len(m) == 80
+
+
+def test_more_ranks_than_the_scanner_follows():
+    """9,000 ranks, beyond the 8,192 whose sequences it keeps: every message is found once all the same."""
+    m = fastpath.compiled_messages()
+    lines = [_rank_line(r, f"NCCL INFO Ring 00 : {r} -> {r + 1} via SHM".encode()) for r in range(9000)]
+    lines = [line.replace(b"node", b"n%d-" % (i // 3)) for i, line in enumerate(lines)]  # 3,000 hosts
+    assert len(_scan_lines(m, lines)) == 9000
+    assert _scan_lines(m, lines) == []
+
+
+def test_a_rank_s_init_line_of_the_next_communicator():
+    """Each rank's init line, again in the next communicator with other 0x numbers: skipped once read (add_inits, as
+    fastpath does), found where its rank or nranks differs."""
+    m = fastpath.compiled_messages()
+
+    def init(r: int, comm: int, n: int = 8) -> bytes:
+        return _rank_line(r, f"NCCL INFO comm 0x{comm}ab{r} rank {r} nranks {n} cudaDev {r} - Init COMPLETE".encode())
+
+    first = _scan_lines(m, [init(r, 1) for r in range(8)])
+    assert len(first) == 8
+    m.add_inits(first)
+    assert _scan_lines(m, [init(r, 2) for r in (3, 1, 0, 2, 7, 6, 5, 4)]) == []
+    assert _scan_lines(m, [init(r, 3) for r in range(8)] + [init(4, 3, 16)]) == [init(4, 3, 16)[init(4, 3, 16).index(b"NCCL"):]]
+
+
+def _heads_model(buf: bytes, lo: int, hi: int) -> list[int]:
+    out, seen = [], set()
+    for i in range(lo, hi):
+        if buf[i:i + 1] != b"\n":
+            continue
+        s = i + 1
+        line = buf[s:hi].split(b"\n", 1)[0][:64]
+        head = line.split(b":", 1)[0]
+        if head not in seen:
+            seen.add(head)
+            out.append(s)
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(LINES, max_size=30), st.data())
+def test_heads_are_the_lines_whose_bytes_before_a_colon_are_new(lines, draw):
+    buf = b"\n".join(lines)
+    lo, hi = sorted(draw.draw(st.lists(st.integers(0, len(buf)), min_size=2, max_size=2)))
+    assert _scan.heads(buf, lo, hi) == _heads_model(buf, lo, hi)
+
+
+def test_heads_on_a_job_s_first_chunk_find_each_host_s_first_line():
+    """known.newcomers reading only the heads learns every host of a plain log's first chunk, at the same lines."""
+    for name in sorted((REPO / "tests/data/logs").glob("nccl_*.log"))[:40]:
+        data = name.read_bytes()
+        first, last = data.find(b"\n"), data.rfind(b"\n")
+        if first < 0 or first == last:
+            continue
+        full, fast = known.Known(), known.Known()
+        want = full.newcomers(data, first, last)
+        got = fast.newcomers(data, first, last, _scan.heads(data, first, last))
+        assert set(got) <= set(want), name
+        if not full.stamped and not full.tags:
+            assert got == want and fast.hosts == full.hosts, name

@@ -16,7 +16,10 @@
  *     continues no line and is continued by none) is handed back as a print, in no run of windows;
  *   - with a width and cut_edges, a new message that is an edge (edge_cut, on a plain line that starts with
  *     its host) is handed back cut, as nccl.NcclState.read_edges reads it, instead of with its bounds.
- * The set keeps a copy of each message and compares bytes, so a hash collision never hides a message. */
+ * The set keeps a copy of each message and compares bytes, so a hash collision never hides a message. Where
+ * lines start with their host, a rank's next message is looked for first where its sequence of messages last
+ * time says (Rank): a 1024-rank job's lines then cost one compare each, no hash. heads() finds the lines where
+ * a host may first show, for the first span's hosts (known.newcomers). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -55,9 +58,23 @@ typedef struct {
     size_t alen, acap, max_entries, max_bytes;
     size_t last;  /* arena offset of the string found or added last; NONE */
     size_t mark;  /* arena length when the last scan began: what it added is after it */
+    uint32_t gen; /* counts clears and rollbacks: offsets kept elsewhere (Rank) are valid while it stays */
 } Set;
 
 #define NONE ((size_t)-1)
+
+/* One rank's messages (a prefix's, its thread id left out), in the order it printed them last: each rank
+ * prints the same sequence for every communicator it joins, while a message many ranks print (a NIC list, a
+ * tuning line) is followed by a different one in each, which the set's one successor per string cannot
+ * tell. The offsets are the set's while its gen is `gen`. */
+#define RANK_SEQ 256    /* messages of a rank's sequence kept */
+#define RANK_SLOTS 8192 /* ranks followed (a power of two); the lines of others go without */
+typedef struct {
+    uint64_t key; /* 0: an empty slot */
+    uint32_t gen, pos, len, first; /* first: seq[0], beside the key (one cache line, where the rank changes) */
+    uint32_t init, init_gen;       /* its init line last read (NO_NEXT: none), in the set of init lines */
+    uint32_t *seq;
+} Rank;
 
 typedef struct {
     const char *s;
@@ -73,6 +90,7 @@ typedef struct {
     char *scratch;
     size_t scratch_cap;
     PyObject *keep; /* the prefix bytes objects, alive as long as this object */
+    Rank *ranks;    /* RANK_SLOTS of them, or NULL until a scan needs them */
     Prefix facts[NPREFIX], volatiles[NPREFIX], own[NPREFIX], not_edge[NPREFIX];
     int nfacts, nvolatiles, nown, nnot_edge; /* not_edge: strings that keep an edge line from scan's edges */
     Py_ssize_t wrap; /* prefixes.WRAP_MIN: a shorter line was not cut by a terminal (0: not known) */
@@ -112,6 +130,7 @@ static uint64_t hash_bytes(const char *p, size_t n) {
 }
 
 static void set_clear(Set *m) {
+    m->gen++;
     if (m->slots) memset(m->slots, 0, m->cap * sizeof(Slot));
     m->used = 0;
     m->alen = m->mark = 0;
@@ -212,6 +231,7 @@ static int set_add(Set *m, const char *p, size_t n, uint64_t h) {
  * more. */
 static void set_rollback(Set *m) {
     size_t mask = m->cap - 1;
+    m->gen++;
     for (size_t off = m->mark; off < m->alen;) {
         Head h = head_at(m, off);
         size_t j = hash_bytes(m->arena + off + HEAD, h.len & ~DEAD) & mask;
@@ -258,6 +278,85 @@ static int set_seen_or_add(Set *m, const char *p, size_t n) {
     return set_add(m, p, n, h);
 }
 
+/* The rank of a plain line's prefix [s, q) (q: its "NCCL " tag; plain_prefix checked its shape): the slot of
+ * the prefix less its ":tid", made or found in `ranks` (allocated on first use); NULL when the table is full
+ * or out of memory (the line goes without). */
+static Rank *rank_of(Rank **ranks, const char *s, const char *q) {
+    const char *p = q - 2; /* at "]" of "[dev] " */
+    while (p > s && p[-1] != '[') p--;
+    const char *dev = p, *tid = p - 2; /* tid: at the last digit of the thread id, before " [" */
+    while (tid > s && *tid != ':') tid--;
+    uint64_t key = mix(hash_bytes(s, (size_t)(tid - s)) ^ (hash_bytes(dev, (size_t)(q - 2 - dev)) << 1)) | 1;
+    if (!*ranks && !(*ranks = PyMem_Calloc(RANK_SLOTS, sizeof(Rank)))) return NULL;
+    for (size_t j = key & (RANK_SLOTS - 1), tries = 0; tries < 16; j = (j + 1) & (RANK_SLOTS - 1), tries++) {
+        Rank *r = &(*ranks)[j];
+        if (r->key == key) return r;
+        if (!r->key) {
+            if (!(r->seq = PyMem_Malloc(RANK_SEQ * sizeof(uint32_t)))) return NULL;
+            r->key = key, r->gen = 0, r->pos = r->len = 0, r->init = NO_NEXT;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static void ranks_free(Rank **ranks) {
+    if (!*ranks) return;
+    for (size_t j = 0; j < RANK_SLOTS; j++) PyMem_Free((*ranks)[j].seq);
+    PyMem_Free(*ranks);
+    *ranks = NULL;
+}
+
+/* The rank's next messages are most likely the next lines': their bytes are fetched while those lines are
+ * found (the one after the next too: one line's work is shorter than a fetch from memory). */
+static void rank_prefetch(const Set *m, const Rank *r) {
+    for (uint32_t i = r->pos; i < r->len && i < r->pos + 2; i++) {
+        const char *a = m->arena + r->seq[i];
+        __builtin_prefetch(a);
+        __builtin_prefetch(a + 64);
+    }
+}
+
+/* Whether the init line p[0:n] (masked) is in m, trying first rank r's last (r may be NULL), which r then follows:
+ * a rank prints one init line per communicator, the same but for its 0x numbers */
+static int init_seen_by(Set *m, Rank *r, const char *p, size_t n) {
+    if (r && r->init != NO_NEXT && r->init_gen == m->gen) {
+        Head h = head_at(m, r->init);
+        if (h.len == n && memcmp(m->arena + r->init + HEAD, p, n) == 0) {
+            m->last = r->init;
+            return 1;
+        }
+    }
+    int seen = set_next_is(m, p, n) || set_has(m, p, n, hash_bytes(p, n));
+    if (seen && r) r->init = (uint32_t)m->last, r->init_gen = m->gen;
+    return seen;
+}
+
+/* set_seen_or_add, trying first the message that came next in rank r's sequence (r may be NULL); r then
+ * follows the message: on in its sequence, back to its start, or a new sequence from here */
+static int seen_or_add_by(Set *m, Rank *r, const char *p, size_t n) {
+    if (r && r->gen == m->gen && r->pos < r->len) {
+        size_t off = r->seq[r->pos];
+        Head h = head_at(m, off);
+        if (h.len == n && memcmp(m->arena + off + HEAD, p, n) == 0) { /* a forgotten one's len has DEAD set */
+            r->pos++;
+            m->last = off;
+            rank_prefetch(m, r);
+            return 1;
+        }
+    }
+    int seen = set_seen_or_add(m, p, n);
+    if (seen < 0 || !r) return seen;
+    uint32_t off = (uint32_t)m->last;
+    if (r->gen != m->gen) r->gen = m->gen, r->pos = r->len = 0;
+    if (r->len && r->first == off)
+        r->pos = 1;
+    else if (r->pos < RANK_SEQ)
+        r->seq[r->pos++] = off, r->len = r->pos, r->first = r->seq[0];
+    rank_prefetch(m, r);
+    return seen;
+}
+
 /* p[0:n] with each 0x number's digits as one '\n' (never in a line), into the scratch buffer; its length,
  * or -1: out of memory */
 static Py_ssize_t masked(Messages *m, const char *p, size_t n) {
@@ -268,9 +367,13 @@ static Py_ssize_t masked(Messages *m, const char *p, size_t n) {
         m->scratch_cap = n;
     }
     size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        m->scratch[k++] = p[i++];
-        if (p[i - 1] == 'x' && i >= 2 && p[i - 2] == '0' && i < n && isxdigit((unsigned char)p[i])) {
+    for (size_t i = 0; i < n;) { /* the bytes through the next 'x' as they are, then its digits as one '\n' */
+        const char *x = memchr(p + i, 'x', n - i);
+        size_t upto = x ? (size_t)(x - p) + 1 : n;
+        memcpy(m->scratch + k, p + i, upto - i);
+        k += upto - i;
+        i = upto;
+        if (x && upto >= 2 && p[upto - 2] == '0' && i < n && isxdigit((unsigned char)p[i])) {
             while (i < n && isxdigit((unsigned char)p[i])) i++;
             m->scratch[k++] = '\n';
         }
@@ -357,13 +460,28 @@ static int plain_message(const char *m, const char *end) {
 typedef struct {
     const char *s;
     size_t n;
-    int plain;
+    int plain, ranked; /* ranked: `rank` is the prefix's (rank_of, made when first needed) */
+    Rank *rank;
 } Last;
+
+/* The rank of a line [s, ...) whose prefix `last` holds (made on first need), where `bare` (a plain line that
+ * starts with its host: with a time stamp before it, each line's prefix would be another); else NULL. Its init
+ * line's bytes are fetched then: a rank prints it after a dozen other lines. */
+static Rank *line_rank(Messages *self, Last *last, int bare, const char *s, const char *q) {
+    if (!bare) return NULL;
+    if (!last->ranked) {
+        last->rank = rank_of(&self->ranks, s, q), last->ranked = 1;
+        if (last->rank && last->rank->init != NO_NEXT && last->rank->init_gen == self->inits.gen)
+            __builtin_prefetch(self->inits.arena + last->rank->init);
+    }
+    return last->rank;
+}
 
 static int plain_line(Last *last, const char *s, const char *q, const char *end, int bare) {
     if (end - q < 10) return 0;
     size_t n = (size_t)(q + 10 - s);
-    if (!(last->s && last->n == n && memcmp(last->s, s, n) == 0)) *last = (Last){s, n, plain_prefix(s, q, end, bare)};
+    if (!(last->s && last->n == n && memcmp(last->s, s, n) == 0))
+        *last = (Last){s, n, plain_prefix(s, q, end, bare), 0, NULL};
     return last->plain && plain_message(q + 10, end);
 }
 
@@ -443,6 +561,7 @@ static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
 }
 
 static void Messages_dealloc(Messages *self) {
+    ranks_free(&self->ranks);
     set_free(&self->msgs);
     set_free(&self->inits);
     PyMem_Free(self->scratch);
@@ -936,7 +1055,7 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
     found = PyList_New(0), warns = PyList_New(0), odd = PyList_New(0), prints = PyList_New(0), edges = PyList_New(0);
     if (!found || !warns || !odd || !prints || !edges || win_start(&w, b, v.len, width, good) < 0) goto done;
     int prev = OTHER, here = OTHER; /* the line at `first` is read by the line path: not known here */
-    Last lastp = {NULL, 0, 0};
+    Last lastp = {NULL, 0, 0, 0, NULL};
     const char *ps = b, *pe = b;       /* the line before this one */
     for (Py_ssize_t pos = first; pos < last; prev = here, here = OTHER) {
         Py_ssize_t s = pos + 1;
@@ -986,11 +1105,10 @@ static PyObject *Messages_scan(Messages *self, PyObject *args) {
         if (kind == 1 && self->volatile_first[(unsigned char)q[10]]
             && any_start(q + 10, end - q - 10, self->volatiles, self->nvolatiles)) {
             Py_ssize_t k = masked(self, q, n);
-            seen = k < 0                                              ? -1
-                   : set_next_is(&self->inits, self->scratch, (size_t)k) ? 1
-                   : set_has(&self->inits, self->scratch, (size_t)k, hash_bytes(self->scratch, (size_t)k));
+            seen = k < 0 ? -1 : init_seen_by(&self->inits, line_rank(self, &lastp, plain && width > 0, b + s, msg),
+                                             self->scratch, (size_t)k);
         } else {
-            seen = set_seen_or_add(&self->msgs, q, n);
+            seen = seen_or_add_by(&self->msgs, line_rank(self, &lastp, plain && width > 0, b + s, msg), q, n);
         }
         if (seen < 0) {
             PyErr_NoMemory();
@@ -1052,6 +1170,47 @@ static PyObject *dominated(PyObject *Py_UNUSED(mod), PyObject *args) {
         }
         out = PyBool_FromLong(lines > 0 && 4 * nccl >= 3 * lines);
     }
+    PyBuffer_Release(&v);
+    return out;
+}
+
+/* heads(buf, lo, hi) -> [start]: of the lines after each newline of buf[lo:hi], the starts of those whose head
+ * (the bytes before the first ':', at most HEAD_MAX) no line before them there has: where a host's first line
+ * can be, for known.newcomers, which reads only these (a 1024-rank job's 2 MiB chunk: ~300 of 20,000 lines). A
+ * host whose head it missed (a host after a time stamp, or after HEAD_MAX bytes) is learned where its lines
+ * show up as unknown (fastpath._bounds). */
+#define HEAD_MAX 64
+static PyObject *heads(PyObject *Py_UNUSED(mod), PyObject *args) {
+    Py_buffer v;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "y*nn", &v, &lo, &hi)) return NULL;
+    PyObject *out = NULL;
+    Set seen = {0};
+    seen.last = NONE;
+    if (lo < 0 || hi < lo || hi > v.len) {
+        PyErr_SetString(PyExc_ValueError, "need 0 <= lo <= hi <= len(buf)");
+        goto done;
+    }
+    if (set_init(&seen, PY_SSIZE_T_MAX, UINT32_MAX) < 0 || !(out = PyList_New(0))) goto done;
+    const char *b = v.buf, *end = b + hi;
+    int empty = 0; /* a line with an empty head was listed (the set holds no empty string) */
+    for (const char *p = memchr(b + lo, '\n', (size_t)(hi - lo)); p; p = memchr(p + 1, '\n', (size_t)(end - p - 1))) {
+        const char *s = p + 1, *lim = end - s > HEAD_MAX ? s + HEAD_MAX : end, *h = s;
+        while (h < lim && *h != ':' && *h != '\n') h++;
+        int known = h == s ? empty++ > 0 : set_seen_or_add(&seen, s, (size_t)(h - s));
+        if (known < 0) {
+            PyErr_NoMemory();
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (!known && append_steal(out, PyLong_FromSsize_t(s - b)) < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (p + 1 >= end) break;
+    }
+done:
+    set_free(&seen);
     PyBuffer_Release(&v);
     return out;
 }
@@ -1191,6 +1350,8 @@ static PyTypeObject StringsType = {
 
 static PyMethodDef module_methods[] = {
     {"dominated", dominated, METH_VARARGS, "dominated(buf, lo, hi) -> fastpath.nccl_dominated's answer"},
+    {"heads", heads, METH_VARARGS, "heads(buf, lo, hi) -> starts of the lines after a newline of buf[lo:hi] whose "
+     "bytes before their first ':' (at most 64) no line before them there has"},
     {"edge", edge, METH_O, "edge(line) -> (host, message, channel, src, dst, direction, raw) of a bare plain "
      "INFO line whose message nccl.EDGE matches at its start, or None"},
     {NULL}};

@@ -101,7 +101,8 @@ def read_span(buf: bytes, lo: int, hi: int, seen: Seen, known: Known, fast_min: 
     # The first line goes to the line path as it is, the last always: a wrapped line may cross a span's edge.
     # A file's first span: its hosts are learned first (each one's first line is handed on), so that the C pass
     # tests the lines' windows of them, and finds the prints among them.
-    learned = known.newcomers(buf, first, last) if not known.hosts else []
+    heads = None if known.hosts or _scan is None else _scan.heads(buf, first, last)
+    learned = [] if known.hosts else known.newcomers(buf, first, last, heads)
     c = seen.c
     if c is not None:  # one C pass: plain bytes, prefixes, the messages not read before, WARNs, windows
         known.compiled()

@@ -76,11 +76,15 @@ class Known:
         if m["ts"] and not self.stamped:
             self.stamped = self._dirty = True
 
-    def newcomers(self, buf: bytes, lo: int, hi: int) -> list[tuple[int, int]]:
-        """(start, end) of the first line of each host of ``buf[lo:hi]`` not known yet, which it learns."""
+    def newcomers(self, buf: bytes, lo: int, hi: int, heads: list[int] | None = None) -> list[tuple[int, int]]:
+        """(start, end) of the first line of each host of ``buf[lo:hi]`` not known yet, which it learns; of the
+        lines that start at ``heads`` only, where given (_scan.heads: the others' hosts show up later, as lines
+        of an unknown host)."""
         out, new = [], set()
         hosts = self.hosts
-        for m in _HOST_LINE.finditer(buf, lo, hi):  # every line of a file's first span (~20,000)
+        found = (_HOST_LINE.finditer(buf, lo, hi) if heads is None  # every line of a file's first span (~20,000)
+                 else filter(None, (_HOST_LINE.match(buf, s - 1, hi) for s in heads)))
+        for m in found:
             host = m.group(1)
             if host not in hosts and host not in new:
                 new.add(host)
