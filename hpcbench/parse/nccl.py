@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -82,7 +82,14 @@ SHOWN_BY: dict[str, str] = {
 NEVER_HOST = re.compile(r"\d+\.\d+\.\d+\.\d+$")
 INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS")
 
-EDGE_MSGS_MAX = 200_000  # edge messages remembered for the rank -> host map (~25 MB at most)
+# An edge of result(), its keys in order: ints, then texts (str or None); commands._edges_json writes them so
+EDGE_INTS = ("channel", "src", "dst")
+EDGE_TEXTS = ("transport", "raw", "host", "scope")
+EDGE_FIELDS = EDGE_INTS + EDGE_TEXTS
+EDGE_MSGS_MAX = 200_000
+# An edge line as NcclState._edges reads it: (start, host as printed, EDGE's match, channel, src, dst, direction,
+# raw transport); the C scanner cuts them so (_scan.pyi)
+EdgeRow = tuple[int, "str | None", str, int, int, "int | None", "str | None", str]  # edge messages remembered for the rank -> host map (~25 MB at most)
 
 _DEV_INDEX = re.compile(r"/\d+(?:\(\d+\))?(?=/|$)")
 
@@ -116,6 +123,11 @@ def normalise(raw: str) -> str:
     return t
 
 
+def _as_printed(host: str) -> str:
+    """The host of a line the line path read: prefixes.host_name had it already."""
+    return host
+
+
 @functools.lru_cache(maxsize=4096)  # a job prints a few transports 16,000 times
 def _normalised(raw: str) -> str | None:
     return None if cut_transport(raw) else normalise(raw)
@@ -140,7 +152,7 @@ class NcclState:
         self.link_layers: set[str] = set()
         self.ib_ifaces: dict[str, None] = {}
         self.hosts: set[str] = set()
-        self.raw_transports: dict[str, None] = {}
+        self.raw_transports: dict[str, str] = {}  # each raw transport read, to itself: one str object for all its edges
         self.net_counts: dict[str, int] = {}
         self.nranks: int | None = None
         self.rank_hosts: dict[int, set[str]] = {}
@@ -149,6 +161,7 @@ class NcclState:
         # (channel, src, dst or -1, transport), as result() lists them: (raw, first host, direction); None: no peer
         self.edges: dict[tuple[int, int, int, str], tuple[str, str | None, str | None] | None] = {}
         self._edge_msgs: set[str] = set()
+        self._ib_raws: set[str] = set()  # transports of edges whose NET/IB devices were read (_edges)
         self._init_keys: set[tuple[str, str]] = set()
         self.warns: dict[str, dict[str, Any]] = {}
 
@@ -224,20 +237,47 @@ class NcclState:
         if IB_NODEV.search(msg):
             self.ib_failed = True
 
-    def read_edges(self, edges: list[tuple[int, str, str, int, int, int | None, str | None, str]],
-                   host_of: Callable[[str], str | None]) -> None:
+    def read_edges(self, edges: Iterable[EdgeRow], host_of: Callable[[str], str | None]) -> None:
         """``feed`` of plain INFO lines, in file order, whose messages are edges with no NOT_EDGE mark, cut by the C
-        scanner (fastpath.py's 'edges'; ~16,000 of a 1024-rank job): (start, host as printed, message, EDGE's groups)."""
+        scanner (fastpath.py's 'edges'; ~16,000 of a 1024-rank job)."""
         self.seen = True  # feed: a host, a level
-        edge_of, last, host = self._edge_of, None, None
-        for _, printed, msg, ch, a, b, direction, raw in edges:
-            if printed != last:  # a rank prints its edges one after another
-                last, host = printed, host_of(printed)
+        self._edges(edges, host_of)
+
+    def _edges(self, rows: Iterable[EdgeRow], host_of: Callable[[str], str | None]) -> None:
+        """The edges of ``rows``, each (start, host as printed, EDGE's match, its groups with the numbers as ints);
+        a row's host is host_of(its host as printed). One loop for a run of edges: a 1024-rank job has ~16,000."""
+        edges, raws, msgs, ib_read = self.edges, self.raw_transports, self._edge_msgs, self._ib_raws
+        last: str | None = None
+        host: str | None = None
+        for _, printed, whole, ch, src, dst, direction, raw in rows:
+            if printed != last:  # a rank prints its edges one after another (a line with no host: None, as last starts)
+                last, host = printed, host_of(printed) if printed is not None else None
                 if host:
                     self.add_host(host)
-            edge_of(host, msg, ch, a, b, direction, raw)
-            if "NET/IB" in msg:
-                self._net_ib(msg)
+            if "NET/IB" in whole:  # as _facts reads it
+                if whole.find("NET/IB") < len(whole) - len(raw):
+                    self._net_ib(whole)  # before the transport too (in a rank's brackets): the whole message
+                elif raw not in ib_read:  # in the transport alone: once for each transport
+                    ib_read.add(raw)
+                    self._net_ib(raw)
+            t = _normalised(raw)
+            if t is None:
+                continue  # cut: said as 'could not read' by the check that reads the lines (checks.py)
+            if (known := raws.get(raw)) is None:
+                self._transport(raw)
+            else:
+                raw = known
+            key = (ch, src, -1 if dst is None else dst, t)
+            if key not in edges:
+                if t.startswith("NET/"):  # the network of transport lines: the one with most edges
+                    name = t[4:].removesuffix("/GDRDMA")
+                    self.net_counts[name] = self.net_counts.get(name, 0) + 1
+                edges[key] = None if dst is None else (raw, host, direction)  # a line with no peer is no edge
+            # The rank that printed it runs on this host. Only the first copy of a message counts (what the fast
+            # path reads)
+            if dst is not None and whole not in msgs and len(msgs) < EDGE_MSGS_MAX:
+                msgs.add(whole)
+                self.rank_on(dst if direction == "receive" else src, host)
 
     def _warn(self, ln: Line) -> None:
         text = ln.msg.strip()
@@ -259,39 +299,17 @@ class NcclState:
         m = EDGE.match(msg) or EDGE.search(msg)  # the same match: a search tries the start first
         if m:
             ch, a, b, direction, raw = m.groups()
-            self._edge_of(ln.host, m.group(0), int(ch), int(a), None if b is None else int(b), direction, raw)
+            self._edges([(0, ln.host, m.group(0), int(ch), int(a), None if b is None else int(b), direction, raw)],
+                        _as_printed)
             return
         m = COLL_EDGE.search(msg)
         if m:
             self._transport(m.group(4))
             self.collnet = True
 
-    def _edge_of(self, host: str | None, whole: str, ch: int, src: int, dst: int | None, direction: str | None,
-                 raw: str) -> None:
-        """The edge of EDGE's match ``whole`` and its groups (the numbers as ints), printed on ``host``."""
-        t = _normalised(raw)
-        if t is None:
-            return  # cut: said as 'could not read' by the check that reads the lines (checks.py)
-        if raw not in self.raw_transports:
-            self._transport(raw)
-        key = (ch, src, -1 if dst is None else dst, t)
-        edges = self.edges
-        if key not in edges:
-            if t.startswith("NET/"):  # the network of transport lines: the one with most edges
-                name = t[4:].removesuffix("/GDRDMA")
-                self.net_counts[name] = self.net_counts.get(name, 0) + 1
-            edges[key] = None if dst is None else (raw, host, direction)  # a line with no peer is no edge
-        if dst is None:
-            return
-        # The rank that printed it runs on this host. Only the first copy of a message counts (what the fast path reads)
-        seen = self._edge_msgs
-        if whole not in seen and len(seen) < EDGE_MSGS_MAX:
-            seen.add(whole)
-            self.rank_on(dst if direction == "receive" else src, host)
-
     def _transport(self, raw: str) -> None:
         self.seen = True
-        self.raw_transports[raw] = None
+        self.raw_transports[raw] = raw
         if raw.startswith("COLLNET"):
             self.collnet = True
 
