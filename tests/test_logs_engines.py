@@ -121,3 +121,24 @@ def test_lines_that_told_the_engines_apart(tmp_path, monkeypatch, case):
     c, py, slow, taken = _engines(p, monkeypatch, 256 << 10, 64 << 10)
     assert taken >= 10 and shows(json.loads(slow)[0]["nccl"])
     assert c == py == slow
+
+
+def test_parse_json_is_what_json_reads_back(tmp_path):
+    """`hpcbench parse --format json` writes edges one a line from a format string (commands._edges_json): json
+    reads back exactly the objects parse_file made, with hosts and scopes of None, quotes, backslashes and
+    non-ASCII in a transport; edges of another shape go through json's encoder, and read back as well."""
+    from hpcbench.parse import parse_file
+
+    docs = [parse_file(LOGS / name) for name in CORPUS[:60]]
+    assert sum(len((d["nccl"] or {}).get("edges") or []) for d in docs) > 100
+    odd = {"channel": 2, "src": 0, "dst": 10**20, "transport": 'NET/"x"\\y', "raw": "caf\u00e9 \u2603", "host": None,
+           "scope": None}
+    docs.append({"file": "odd", "nccl": {"edges": [odd, {**odd, "host": "h", "scope": "intra"}]}})
+    docs.append({"file": "shape", "nccl": {"edges": [{**odd, "extra": [1, {"a": None}]}, odd]}})
+    text = _dumps(docs)
+    assert json.loads(text) == docs
+    listed = text.split('"edges": [\n')[1:]  # the non-empty lists: one edge a line, each an object
+    assert len(listed) >= 3
+    for block in listed:
+        edges = block.split("\n   ]")[0].split("\n")
+        assert all(e.startswith('    {"channel": ') and e.endswith(("},", "}")) for e in edges)
