@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import random
 import re
+import time
 
 import pytest
 from conftest import DATA, REPO
 
-from hpcbench.parse import fastpath, known, parallel, parse_file, prefixes, scan
+from hpcbench.parse import api, fastpath, known, parallel, parse_file, prefixes, scan
 
 LOGS = DATA / "logs"
 CORPUS = sorted(json.loads((LOGS / "EXPECTED.json").read_text())["files"])
@@ -317,7 +319,7 @@ def test_a_new_message_read_with_a_rest_glued_on(tmp_path, monkeypatch, copy_at)
 def test_edges_the_c_scanner_cuts_read_as_the_line_path_reads_them(tmp_path, monkeypatch, engine):
     """Edge lines of odd shapes among chatter, each new, some printed again: a transport that normalises to
     nothing ('.'), one cut short, one with no peer, one with another fact's mark, long numbers, a host that is
-    an address; the fast path (the C scanner's cut edges, or the pure passes) gives the line path's facts."""
+    an address, NET/IB devices in a transport or a rank's bracket; the fast path (the C scanner's cut edges, or the pure passes) gives the line path's facts."""
     shapes = ["via .", "[send] via NET/IB/0/GDR", "via P2P/IPC/read", "via NET/IB/1/GDRDMA(PCI)/Shared", "via SHM/direct/direct"]
     out = []
     for i in range(3000):
@@ -329,7 +331,11 @@ def test_edges_the_c_scanner_cuts_read_as_the_line_path_reads_them(tmp_path, mon
             out.append(f"{p}Channel {k % 32:02d}/0 : {k}[0] -> {k + 1}[1] {shapes[k % len(shapes)]}")
         if i % 301 == 0:
             out += [f"{p}Channel 03/1 : {i}[3] via P2P/direct pointer", f"{p}Ring 01 : {i}[1] -> {i + 1}[2] via NET/IB/0 nvls",
-                    f"{p}Channel 05/0 : {10 ** 20 + i}[0] -> {i}[0] via SHM"]
+                    f"{p}Channel 05/0 : {10 ** 20 + i}[0] -> {i}[0] via SHM",
+                    # NET/IB devices in a transport (read once for each), and a rank's bracket that says none was found
+                    f"{p}Channel 06/0 : {i}[0] -> {i + 1}[1] [send] via NET/IB/0 [0]mlx5_{i % 3}:1/IB",
+                    f"{p}Channel 07/0 : {i}[NET/IB : No device found] -> {i + 1}[1] via NET/IB/0 [0]mlx5_{i % 3}:1/IB"]
+    out.insert(0, "s4:7000:9 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>")
     path = tmp_path / "job.log"
     path.write_text("\n".join(out) + "\n")
     cut = []
@@ -345,3 +351,78 @@ def test_edges_the_c_scanner_cuts_read_as_the_line_path_reads_them(tmp_path, mon
     assert (len(cut) > 200) == (engine == "c")
     edges = fast["nccl"]["edges"]
     assert {e["transport"] for e in edges} == {"", "P2P/IPC", "NET/IB", "NET/IB/GDRDMA", "SHM"} and len(edges) > 200
+    assert fast["nccl"]["ib_devices"][:3] == ["mlx5_0", "mlx5_1", "mlx5_2"]
+    assert fast["nccl"]["network_source"] == "transport_lines"  # the bracket's "No device found" was read
+
+
+def _mapped_and_read(path, monkeypatch, chunk: int = 64 << 10) -> tuple[dict, dict, int]:
+    """parse_file reading ``path`` mapped (MAP_MIN 0, however new the file) and in chunks (HPCBENCH_PARSE_MMAP=0),
+    and how many times it mapped a file."""
+    mapped = []
+    real = scan.Scanner.feed_mapped
+
+    def spy(self, buf, size):
+        mapped.append(size)
+        return real(self, buf, size)
+
+    with monkeypatch.context() as m:
+        m.setattr(scan.Scanner, "feed_mapped", spy)
+        m.setattr(scan, "MAP_MIN", 0)
+        m.setattr(scan, "MAP_QUIET_S", -1.0)
+        m.setattr(scan, "CHUNK", chunk)
+        m.setattr(scan, "FAST_MIN", chunk // 4)
+        m.setenv(parallel.JOBS_ENV, "1")
+        got = parse_file(path)
+        m.setenv(scan.MAP_ENV, "0")
+        read = parse_file(path)
+    return got, read, len(mapped)
+
+
+def test_a_mapped_file_reads_as_one_read_in_chunks(tmp_path, monkeypatch, engine):
+    """Every corpus file, the generated job logs and the benchmark's log, mapped: the same facts as read in chunks.
+    The C scanner's passes read a mapped file in place; the pure-Python passes never map one."""
+    paths = [LOGS / name for name in CORPUS]
+    for lead in sorted(LEADS):
+        paths.append(tmp_path / f"{lead}.log")
+        paths[-1].write_text(_job_log(LEADS[lead], comms=3))
+    _bench_log(paths[-1].with_name("bench.log"))
+    paths.append(paths[-1].with_name("bench.log"))
+    differ, mapped = [], 0
+    for p in paths:
+        got, read, n = _mapped_and_read(p, monkeypatch)
+        mapped += n
+        if got != read:
+            differ.append(p.name)
+    assert differ == []
+    assert mapped == (sum(p.stat().st_size > 0 for p in paths) if engine == "c" else 0)
+
+
+@pytest.mark.parametrize("end", [b"\n", b""])
+def test_a_mapped_file_with_a_line_too_long_for_a_chunk(tmp_path, monkeypatch, end):
+    """A line longer than a chunk has its first MAX_LINE bytes read, mapped or not; and a last line with no newline."""
+    lines = _job_log(comms=2).encode().splitlines()
+    long = lines[40] + b" " + b"x" * (300 << 10)
+    p = tmp_path / "long.log"
+    p.write_bytes(b"\n".join(lines[:500] + [long] + lines[500:]) + end)
+    monkeypatch.setattr(scan, "MAX_LINE", 100 << 10)
+    got, read, _ = _mapped_and_read(p, monkeypatch)
+    assert got == read and got["warnings"] == [f"1 lines longer than {api.MAX_LINE} bytes were cut"]
+
+
+def test_only_a_big_file_not_written_for_a_minute_is_mapped(tmp_path, monkeypatch, engine):
+    p = tmp_path / "job.log"
+    p.write_text(_job_log(comms=2))
+    mapped = []
+    monkeypatch.setattr(scan.Scanner, "feed_mapped", lambda self, buf, size: mapped.append(size))
+    monkeypatch.setattr(scan, "MAP_MIN", p.stat().st_size)
+    parse_file(p)
+    assert mapped == []  # written just now: a job may still write it
+    os.utime(p, (time.time() - 120, time.time() - 120))
+    parse_file(p)
+    assert mapped == ([p.stat().st_size] if engine == "c" else [])
+    monkeypatch.setenv(scan.MAP_ENV, "0")
+    parse_file(p)
+    monkeypatch.setattr(scan, "MAP_MIN", p.stat().st_size + 1)
+    monkeypatch.delenv(scan.MAP_ENV)
+    parse_file(p)
+    assert len(mapped) == (1 if engine == "c" else 0)

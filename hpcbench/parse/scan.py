@@ -11,6 +11,10 @@ Two ways through a chunk, giving the same facts:
 
 from __future__ import annotations
 
+import mmap
+import os
+import stat
+import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -24,6 +28,11 @@ CHUNK = 2 << 20  # passes over a chunk this size hit the CPU cache: ~15% faster 
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
 FAST_MIN = 512 << 10  # smaller chunks always take the line path
 PARALLEL_MIN = 64 << 20  # smaller files are read by one process (starting workers costs ~0.1 s)
+# Files this big are read mapped by the C scanner, in place: no copy into Python (a 256 MB log 6% faster), and
+# each span's pages let go once read (RSS as reading chunks). Not a file written to in the last minute: a job may
+# still write it, and a log cut shorter under the map (copytruncate) would kill the reader (SIGBUS).
+MAP_MIN, MAP_QUIET_S = PARALLEL_MIN, 60.0
+MAP_ENV = "HPCBENCH_PARSE_MMAP"  # 0: read every file in chunks
 PRINTS_MAX, PRINT_MAX = 4096, 512  # distinct prints remembered, and the longest remembered (memory stays bounded)
 # A print read before: its cleaned line, the readers it can change (each taking the line, or else its text) and
 # whether it holds a record
@@ -217,6 +226,27 @@ class Scanner:
             self.feed_chunk(carry)
         self.flush()
 
+    def feed_mapped(self, buf: mmap.mmap, size: int) -> None:
+        """``feed_stream`` over a mapped file: spans of whole lines of about CHUNK bytes, read where they lie; a
+        line longer than CHUNK has its first MAX_LINE bytes read, as there."""
+        pos = dropped = 0
+        while pos < size:
+            end = min(pos + CHUNK, size)
+            cut = buf.rfind(b"\n", pos, end)
+            if end == size and buf[size - 1:size] != b"\n":
+                cut = size  # the last line, with no newline
+            if cut < pos:
+                self.cut_lines += 1
+                self.feed_chunk(buf[pos:pos + MAX_LINE])
+                cut = nl if (nl := buf.find(b"\n", pos)) >= 0 else size
+            else:
+                self.feed_span(buf, pos, cut)  # type: ignore[arg-type]  # the C scanner's passes take any buffer
+            pos = cut + 1
+            if (read := pos - pos % mmap.PAGESIZE) > dropped:
+                buf.madvise(mmap.MADV_DONTNEED, dropped, read - dropped)
+                dropped = read
+        self.flush()
+
     def feed_file(self, f: BinaryIO, path: str, size: int) -> None:
         """``feed_stream``, with the fast path's byte work spread over worker processes for big files."""
         jobs = parallel.jobs()
@@ -224,6 +254,11 @@ class Scanner:
         bounds = parallel.line_bounds(f, size, 4 * CHUNK, MAX_LINE) if jobs > 1 and size >= PARALLEL_MIN else None
         pool = parallel.start(path, jobs) if bounds else None
         if bounds is None or pool is None:  # small, one CPU, a line too long to cut at, or no fork
+            mapped = _mapped(f, size)
+            if mapped is not None:
+                with mapped:
+                    self.feed_mapped(mapped, size)
+                return
             f.seek(0)
             self.feed_stream(f)
             return
@@ -245,3 +280,16 @@ class Scanner:
         general = {MPI_TAG.sub(lambda m: f"[{m.group(1)},N]<stdout>:" if m.group(2) else "[N]<stdout>:", t)
                    for t in tags}
         return general.pop() if len(general) == 1 else "mixed"
+
+
+def _mapped(f: BinaryIO, size: int) -> mmap.mmap | None:
+    """``f`` mapped for reading, where feed_mapped may read it (MAP_MIN); else None."""
+    if size < MAP_MIN or fastpath._scan is None or os.environ.get(MAP_ENV) == "0" or not hasattr(mmap, "MADV_DONTNEED"):
+        return None  # the pure-Python passes use bytes' own methods
+    try:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size < size or time.time() - st.st_mtime < MAP_QUIET_S:
+            return None
+        return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
