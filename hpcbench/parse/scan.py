@@ -143,7 +143,12 @@ class Scanner:
         scanner read from another worker's span: reading an INFO message again changes nothing."""
         for part in parts:
             kind = part[0]
-            if kind == "fresh":  # the first line of a new message: no line before it continues, none after (fastpath checked)
+            if kind == "print":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing (the most parts)
+                self.lines += 1
+                if self._pending is not None:
+                    self.flush()
+                self._process(part[1].decode())
+            elif kind == "fresh":  # the first line of a new message: no line before it continues, none after (fastpath checked)
                 self.lines += 1
                 if self._pending is not None:
                     self.flush()
@@ -160,11 +165,6 @@ class Scanner:
                 if self._pending is not None:
                     self.flush()
                 self.nccl.read_edges(part[1], self._host_of)
-            elif kind == "print":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing
-                self.lines += 1
-                if self._pending is not None:
-                    self.flush()
-                self._process(part[1].decode())
             elif kind == "text":
                 self._line_path(part[1])
             elif kind == "line":
