@@ -143,7 +143,14 @@ class Scanner:
         scanner read from another worker's span: reading an INFO message again changes nothing."""
         for part in parts:
             kind = part[0]
-            if kind == "print":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing (the most parts)
+            if kind == "prints":  # ASCII, no launcher tag: decode and split_mid_line_tags change nothing (the most parts)
+                self.lines += len(part[1])
+                if self._pending is not None:
+                    self.flush()
+                process = self._process
+                for raw in part[1]:
+                    process(raw.decode())
+            elif kind == "print":  # one print among edges
                 self.lines += 1
                 if self._pending is not None:
                     self.flush()
