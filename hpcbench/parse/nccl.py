@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
@@ -153,7 +154,6 @@ class NcclState:
         self.ib_ifaces: dict[str, None] = {}
         self.hosts: set[str] = set()
         self.raw_transports: dict[str, str] = {}  # each raw transport read, to itself: one str object for all its edges
-        self.net_counts: dict[str, int] = {}
         self.nranks: int | None = None
         self.rank_hosts: dict[int, set[str]] = {}
         self.nvls = False
@@ -170,12 +170,18 @@ class NcclState:
             self.hosts.add(host)
 
     def rank_on(self, rank: int, host: str | None) -> None:
-        if host:
-            hosts = self.rank_hosts.get(rank)
-            if hosts is None:
-                self.rank_hosts[rank] = {host}
-            else:
-                hosts.add(host)
+        self.ranks_on(((rank, host),))
+
+    def ranks_on(self, pairs: Iterable[tuple[int, str | None]]) -> None:
+        """Each (rank, host): the rank runs on the host (None: not known)."""
+        rank_hosts = self.rank_hosts
+        for rank, host in pairs:
+            if host:
+                hosts = rank_hosts.get(rank)
+                if hosts is None:
+                    rank_hosts[rank] = {host}
+                else:
+                    hosts.add(host)
 
     def feed(self, ln: Line) -> None:
         if ln.host:
@@ -249,6 +255,7 @@ class NcclState:
         edges, raws, msgs, ib_read = self.edges, self.raw_transports, self._edge_msgs, self._ib_raws
         last: str | None = None
         host: str | None = None
+        on: list[tuple[int, str | None]] = []  # (rank, host) of each edge's printer: ranks_on, after
         for _, printed, whole, ch, src, dst, direction, raw in rows:
             if printed != last:  # a rank prints its edges one after another (a line with no host: None, as last starts)
                 last, host = printed, host_of(printed) if printed is not None else None
@@ -269,15 +276,13 @@ class NcclState:
                 raw = known
             key = (ch, src, -1 if dst is None else dst, t)
             if key not in edges:
-                if t.startswith("NET/"):  # the network of transport lines: the one with most edges
-                    name = t[4:].removesuffix("/GDRDMA")
-                    self.net_counts[name] = self.net_counts.get(name, 0) + 1
                 edges[key] = None if dst is None else (raw, host, direction)  # a line with no peer is no edge
             # The rank that printed it runs on this host. Only the first copy of a message counts (what the fast
             # path reads)
             if dst is not None and whole not in msgs and len(msgs) < EDGE_MSGS_MAX:
                 msgs.add(whole)
-                self.rank_on(dst if direction == "receive" else src, host)
+                on.append((dst if direction == "receive" else src, host))
+        self.ranks_on(on)
 
     def _warn(self, ln: Line) -> None:
         text = ln.msg.strip()
@@ -332,8 +337,13 @@ class NcclState:
             return NET_IB, "selection_line"
         if self.ib_failed and self.socket_using:
             return NET_SOCKET, "selection_line"
-        if self.net_counts:
-            return max(self.net_counts, key=lambda k: self.net_counts[k]), "transport_lines"
+        counts: dict[str, int] = {}  # the network of transport lines: the one with most edges (the first, of a tie)
+        for t, n in Counter(key[3] for key in self.edges).items():
+            if t.startswith("NET/"):
+                name = t[4:].removesuffix("/GDRDMA")
+                counts[name] = counts.get(name, 0) + n
+        if counts:
+            return max(counts, key=lambda k: counts[k]), "transport_lines"
         return None, None
 
     def result(self) -> dict[str, Any] | None:
