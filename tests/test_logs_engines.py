@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, REPO
 from test_logs_fastpath import CORPUS, _bench_log, _fast_and_line
 
-from hpcbench.parse import fastpath
+from hpcbench.parse import fastpath, nccl
 from hpcbench.parse.commands import _dumps
 
 LOGS = DATA / "logs"
@@ -130,7 +130,8 @@ def test_parse_json_is_what_json_reads_back(tmp_path):
     from hpcbench.parse import parse_file
 
     docs = [parse_file(LOGS / name) for name in CORPUS[:60]]
-    assert sum(len((d["nccl"] or {}).get("edges") or []) for d in docs) > 100
+    edges = [e for d in docs for e in (d["nccl"] or {}).get("edges") or []]
+    assert len(edges) > 100 and {tuple(e) for e in edges} == {nccl.EDGE_FIELDS}  # the shape it writes fast
     odd = {"channel": 2, "src": 0, "dst": 10**20, "transport": 'NET/"x"\\y', "raw": "caf\u00e9 \u2603", "host": None,
            "scope": None}
     docs.append({"file": "odd", "nccl": {"edges": [odd, {**odd, "host": "h", "scope": "intra"}]}})

@@ -398,16 +398,23 @@ def test_a_mapped_file_reads_as_one_read_in_chunks(tmp_path, monkeypatch, engine
     assert mapped == (sum(p.stat().st_size > 0 for p in paths) if engine == "c" else 0)
 
 
+@pytest.mark.parametrize("before", [0, 7, 300, 555])  # where the long lines fall against the chunks' edges
 @pytest.mark.parametrize("end", [b"\n", b""])
-def test_a_mapped_file_with_a_line_too_long_for_a_chunk(tmp_path, monkeypatch, end):
-    """A line longer than a chunk has its first MAX_LINE bytes read, mapped or not; and a last line with no newline."""
+def test_lines_too_long_are_cut_alike_mapped_or_in_chunks(tmp_path, monkeypatch, before, end):
+    """A line longer than MAX_LINE has its first MAX_LINE bytes read wherever it lies against the chunks (reading in
+    chunks once cut such a line only where more than MAX_LINE of it fell in one read): mapped and in chunks, the
+    same lines are cut, and their tails (a Horovod total) are not read. MAX_LINE is half a chunk, as it is."""
+    monkeypatch.setattr(scan, "MAX_LINE", 32 << 10)
     lines = _job_log(comms=2).encode().splitlines()
-    long = lines[40] + b" " + b"x" * (300 << 10)
+    tail = b" Total img/sec on 48 GPU(s): 9999.9 +-1.0"
+    longs = [b"step 1: loss 0.5 " + b"x" * n + tail for n in (48 << 10, 80 << 10, 30 << 10)]  # 1.5, 2.5, 0.9 x MAX_LINE
+    body = lines[:before] + [longs[0]] + lines[before:before + 400] + [longs[1]] + lines[before + 400:-1] + [longs[2]]
     p = tmp_path / "long.log"
-    p.write_bytes(b"\n".join(lines[:500] + [long] + lines[500:]) + end)
-    monkeypatch.setattr(scan, "MAX_LINE", 100 << 10)
+    p.write_bytes(b"\n".join(body + [lines[-1], longs[0]]) + end)  # a long line last, with a newline or none
     got, read, _ = _mapped_and_read(p, monkeypatch)
-    assert got == read and got["warnings"] == [f"1 lines longer than {api.MAX_LINE} bytes were cut"]
+    assert got == read
+    assert got["warnings"] == [f"3 lines longer than {32 << 10} bytes were cut"]
+    assert got["horovod"]["total_img_sec"] == 1234.5  # the cut lines' tails were not read
 
 
 def test_only_a_big_file_not_written_for_a_minute_is_mapped(tmp_path, monkeypatch, engine):
@@ -427,3 +434,12 @@ def test_only_a_big_file_not_written_for_a_minute_is_mapped(tmp_path, monkeypatc
     monkeypatch.delenv(scan.MAP_ENV)
     parse_file(p)
     assert len(mapped) == (1 if engine == "c" else 0)
+
+
+def test_ib_devices_read_in_the_order_a_line_names_them(tmp_path, engine):
+    """A line that names IB devices before an edge whose transport names one: its devices in the order it names
+    them (the line path's edge reader once read the transport's first)."""
+    p = tmp_path / "ib.log"
+    p.write_text("n1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_1:1/IB ; Channel 00/0 : 0[0] -> 1[1] via NET/IB/0 "
+                 "[0]mlx5_0:1/RoCE\n")
+    assert parse_file(p)["nccl"]["ib_devices"] == ["mlx5_1", "mlx5_0"]

@@ -535,3 +535,13 @@ def test_heads_on_a_job_s_first_chunk_find_each_host_s_first_line():
         assert set(got) <= set(want), name
         if not full.stamped and not full.tags:
             assert got == want and fast.hosts == full.hosts, name
+
+
+def test_init_again_forgets_the_ranks_sequences():
+    """__init__ on a Messages again empties its sets, and the ranks' sequences with them (they held offsets into
+    the sets' old bytes: reading them once crashed the process)."""
+    m = fastpath.compiled_messages()
+    lines = [_rank_line(0, f"NCCL INFO Ring {k:02d} : 0 -> 1 via SHM".encode()) for k in range(200)]
+    assert len(_scan_lines(m, lines + lines[:1])) == 200
+    m.__init__(FACTS, VOLATILES, fastpath.SEEN_MAX, fastpath.SEEN_BYTES)
+    assert len(m) == 0 and len(_scan_lines(m, lines)) == 200

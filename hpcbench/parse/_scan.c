@@ -540,6 +540,7 @@ static int Messages_init(Messages *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn|OnO", names, &facts, &volatiles, &me, &mb, &own, &self->wrap,
                                      &not_edge))
         return -1;
+    ranks_free(&self->ranks); /* __init__ again: its sequences hold offsets of the sets set_init empties */
     if (set_init(&self->msgs, me, mb) < 0 || set_init(&self->inits, me, mb) < 0) return -1;
     Py_XSETREF(self->keep, PyList_New(0));
     if (!self->keep) return -1;
@@ -1181,8 +1182,8 @@ static PyObject *dominated(PyObject *Py_UNUSED(mod), PyObject *args) {
 /* heads(buf, lo, hi) -> [start]: of the lines after each newline of buf[lo:hi], the starts of those whose head
  * (the bytes before the first ':', at most HEAD_MAX) no line before them there has: where a host's first line
  * can be, for known.newcomers, which reads only these (a 1024-rank job's 2 MiB chunk: ~300 of 20,000 lines). A
- * host whose head it missed (a host after a time stamp, or after HEAD_MAX bytes) is learned where its lines
- * show up as unknown (fastpath._bounds). */
+ * host whose line's head an earlier line had (a host after a time stamp or a launcher tag, a print such as
+ * "node1: ...", a head longer than HEAD_MAX) is learned where its lines show up unknown (fastpath._bounds). */
 #define HEAD_MAX 64
 static PyObject *heads(PyObject *Py_UNUSED(mod), PyObject *args) {
     Py_buffer v;

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from hpcbench.errors import ConfigError, NoSuchFile
 from hpcbench.parse import results
-from hpcbench.parse.scan import CHUNK, MAX_LINE, Scanner
+from hpcbench.parse import scan
+from hpcbench.parse.scan import CHUNK, Scanner
 
 if TYPE_CHECKING:  # imported by read_log: `hpcbench parse` does without its regexes (~10 ms of its start)
     from hpcbench.parse.evidence import Evidence, Reader
@@ -142,7 +143,7 @@ def build(name: str, sc: Scanner) -> dict[str, Any]:
     if sc.bad_bytes:
         warnings.append(f"{sc.bad_bytes} bytes are not valid UTF-8 (read as U+FFFD)")
     if sc.cut_lines:
-        warnings.append(f"{sc.cut_lines} lines longer than {MAX_LINE} bytes were cut")
+        warnings.append(f"{sc.cut_lines} lines longer than {scan.MAX_LINE} bytes were cut")
     if sc.tests.bad_rows:
         warnings.append(f"{sc.tests.bad_rows} nccl-tests rows could not be read")
     return {

@@ -1,29 +1,28 @@
-"""The fast path's byte work on one span of an NCCL-dominated chunk: a pure function of the bytes, of the
-messages already read and of the hosts and launcher tags already known, so it runs in the scanning
-process or in a worker process alike.
+"""The fast path's byte work on one span of an NCCL-dominated chunk: a pure function of the bytes, of the messages
+already read and of the hosts and launcher tags already known, so it runs in the scanning process or in a worker
+process alike.
 
 It gives the line path the same facts by handing it every line that could add one:
-- every line that is not a plain NCCL line of a known host (known.py: an unknown host or tag, a malformed
-  or pre-2.3 prefix, a second prefix glued on, a table row, Horovod's /sec lines, records, prose), and
-  every line with no "NCCL " tag or more than one, whose message is not looked at;
-- the first line of each INFO message that can carry a fact (nccl.FACT_STARTS) and was not read before,
-  a line's message being the text from its one tag: a 1024-rank job repeats the same edge lines for every
-  communicator.
-A plain line of a known host whose message carries no fact, or was read before, adds nothing.
-A line that may be the rest of the plain line before it (prefixes.continues) is handed on with that line,
-which the line path then joins as it does reading every line. Spans that hold non-ASCII or control bytes
-(which the line path cleans) are left to the line path.
+- every line that is not a plain NCCL line of a known host (known.py: an unknown host or tag, a malformed or
+  pre-2.3 prefix, a second prefix glued on, a table row, Horovod's /sec lines, records, prose), and every line
+  with no "NCCL " tag or more than one, whose message is not looked at;
+- the first line of each INFO message that can carry a fact (nccl.FACT_STARTS) and was not read before, a line's
+  message being the text from its one tag: a 1024-rank job repeats the same edge lines for every communicator.
+A plain line of a known host whose message carries no fact, or was read before, adds nothing. A line that may be
+the rest of the plain line before it (prefixes.continues) is handed on with that line, which the line path then
+joins as it does reading every line. Spans that hold non-ASCII or control bytes (which the line path cleans) are
+left to the line path.
 
-A training's print among the NCCL lines is handed on alone ('print') where the C scanner finds the line path
-reads it so: no tag, printable, a line of its own or after a plain line it cannot continue (_scan.c's
-lone_print); it then skips the prefix passes and the join check, and the scanner reads each distinct print's
-text once (scan.py). The first line of a new message that is an edge, on a plain line that starts with its host,
-the C scanner hands on cut ('edges': ~16,000 in a 1024-rank job's first communicator; nccl.NcclState.read_edges).
+A training's print among the NCCL lines that the line path reads alone (no tag, printable, a line of its own or
+after a plain line it cannot continue: _scan.c's lone_print) is handed on alone ('print'; each run of them as one
+'prints' in a span with no new edge), past the prefix passes and the join check; the scanner reads each distinct
+print's text once (scan.py). The first line of a new message that is an edge, on a plain line that starts with its
+host, the C scanner hands on cut ('edges': ~16,000 in a 1024-rank job's first communicator; NcclState.read_edges).
 
-The passes over every line (each line's prefix, each message and whether it was read before) are done by
-the C scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets, about
-3x slower. Both hand on the same lines (tests/test_logs_scan.py, test_logs_known.py), so the facts never
-depend on the engine (tests/test_logs_fastpath.py compares their JSON).
+The passes over every line (each line's prefix, each message and whether it was read before) are done by the C
+scanner _scan.c in one pass, where it was built (setup.py); else by regexes and Python sets, about 3x slower. Both
+hand on the same lines (tests/test_logs_scan.py, test_logs_known.py), so the facts never depend on the engine
+(tests/test_logs_fastpath.py compares their JSON).
 """
 
 from __future__ import annotations
@@ -81,13 +80,12 @@ def compiled_messages() -> _scan.Messages | None:
                           [k.encode() for k in NOT_CONTINUATIONS], WRAP_MIN, [k.encode() for k in NcclState.NOT_EDGE])
 
 
-# In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line
-# path, with the length of the line before it when that one was not handed on (else -1); ('fresh', bytes,
-# bare): the first line of a new message, a plain line (known.py) that starts with its host when bare;
-# ('print', bytes, None): a line the line path reads alone, as it is (the C scanner's prints), or ('prints',
-# [bytes], None): consecutive ones (where the span has no edges to order them among); ('edges', [edge],
-# None): consecutive first lines of new messages, edges the C scanner cut (_scan.Edge); ('nranks', n) from new
-# init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
+# In file order: ('text', bytes) for the line path as it is; ('line', bytes, int): one line for the line path, with
+# the length of the line before it when that one was not handed on (else -1); ('fresh', bytes, bare): the first
+# line of a new message, a plain line (known.py) that starts with its host when bare; ('print', bytes, None): a
+# line the line path reads alone, as it is (the C scanner's prints), or ('prints', [bytes], None): consecutive
+# ones; ('edges', [edge], None): consecutive first lines of new messages, edges the C scanner cut (_scan.Edge);
+# ('nranks', n) from new init lines; ('warns', {message: n}): n more copies of WARNs read before (last).
 Parts = list[tuple]
 
 
@@ -160,8 +158,7 @@ def _found_of(buf: bytes, s: int, last: int) -> tuple[bytes, int, int]:
 
 
 def _with_runs(events: list[tuple], starts: list[int], items: list, kind: str) -> Parts:
-    """``events`` as parts, with each run of ``items`` (which start at ``starts``, in order) between them as
-    one part (kind, run, None): a part per line cost the benchmark's 18,000 prints 7 ms."""
+    """``events`` as parts, each run of ``items`` (starting at ``starts``) between them one part (kind, run, None)."""
     parts: Parts = []
     i = 0
     for s, ev, line, x in events:
@@ -183,8 +180,7 @@ def _c_good(known: Known) -> _scan.Strings:
 
 
 def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[bytes]) -> dict[bytes, int]:
-    """Copies of each WARN among ``msgs`` (the span's messages, or only its WARNs) that no line handed on
-    holds: the line path counts every WARN."""
+    """Copies of each WARN among ``msgs`` (the span's messages, or its WARNs) no line handed on holds: all count."""
     seen.warns |= {m for m in new if m.startswith(b"NCCL WARN")}
     present = seen.warns.intersection(msgs) if seen.warns else None
     if not present:
@@ -200,8 +196,7 @@ def _warn_copies(msgs: list[bytes], new: set[bytes], seen: Seen, handed: list[by
 
 
 def plain(buf: bytes, lo: int, hi: int) -> bool:
-    """Whether ``buf[lo:hi]`` is ASCII with no ESC, CR or NUL byte, which the line path cleans (the C
-    scanner tests this line by line in its pass)."""
+    """Whether ``buf[lo:hi]`` is ASCII with no ESC, CR or NUL byte, which the line path cleans (as _scan.c tests)."""
     if any(buf.find(c, lo, hi) >= 0 for c in _UNSAFE):
         return False
     # a span of at least half the buffer tests the whole buffer first (no copy); a worker's span is a quarter

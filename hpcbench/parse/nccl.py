@@ -87,10 +87,10 @@ INTRA_ONLY = ("P2P/IPC", "P2P/CUMEM", "P2P/direct", "P2P/indirect", "SHM", "NVLS
 EDGE_INTS = ("channel", "src", "dst")
 EDGE_TEXTS = ("transport", "raw", "host", "scope")
 EDGE_FIELDS = EDGE_INTS + EDGE_TEXTS
-EDGE_MSGS_MAX = 200_000
+EDGE_MSGS_MAX = 200_000  # edge messages remembered for the rank -> host map (~25 MB at most)
 # An edge line as NcclState._edges reads it: (start, host as printed, EDGE's match, channel, src, dst, direction,
 # raw transport); the C scanner cuts them so (_scan.pyi)
-EdgeRow = tuple[int, "str | None", str, int, int, "int | None", "str | None", str]  # edge messages remembered for the rank -> host map (~25 MB at most)
+EdgeRow = tuple[int, "str | None", str, int, int, "int | None", "str | None", str]
 
 _DEV_INDEX = re.compile(r"/\d+(?:\(\d+\))?(?=/|$)")
 
@@ -247,11 +247,12 @@ class NcclState:
         """``feed`` of plain INFO lines, in file order, whose messages are edges with no NOT_EDGE mark, cut by the C
         scanner (fastpath.py's 'edges'; ~16,000 of a 1024-rank job)."""
         self.seen = True  # feed: a host, a level
-        self._edges(edges, host_of)
+        self._edges(edges, host_of, ib=True)
 
-    def _edges(self, rows: Iterable[EdgeRow], host_of: Callable[[str], str | None]) -> None:
+    def _edges(self, rows: Iterable[EdgeRow], host_of: Callable[[str], str | None], ib: bool) -> None:
         """The edges of ``rows``, each (start, host as printed, EDGE's match, its groups with the numbers as ints);
-        a row's host is host_of(its host as printed). One loop for a run of edges: a 1024-rank job has ~16,000."""
+        a row's host is host_of(its host as printed). One loop for a run of edges: a 1024-rank job has ~16,000.
+        ``ib``: read the IB devices a message names too, as _facts does (the line path's _facts reads them)."""
         edges, raws, msgs, ib_read = self.edges, self.raw_transports, self._edge_msgs, self._ib_raws
         last: str | None = None
         host: str | None = None
@@ -261,7 +262,7 @@ class NcclState:
                 last, host = printed, host_of(printed) if printed is not None else None
                 if host:
                     self.add_host(host)
-            if "NET/IB" in whole:  # as _facts reads it
+            if ib and "NET/IB" in whole:  # as _facts reads it
                 if whole.find("NET/IB") < len(whole) - len(raw):
                     self._net_ib(whole)  # before the transport too (in a rank's brackets): the whole message
                 elif raw not in ib_read:  # in the transport alone: once for each transport
@@ -305,7 +306,7 @@ class NcclState:
         if m:
             ch, a, b, direction, raw = m.groups()
             self._edges([(0, ln.host, m.group(0), int(ch), int(a), None if b is None else int(b), direction, raw)],
-                        _as_printed)
+                        _as_printed, ib=False)
             return
         m = COLL_EDGE.search(msg)
         if m:

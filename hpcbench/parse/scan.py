@@ -212,8 +212,7 @@ class Scanner:
             if cut < 0:
                 buf = carry + data
                 if len(buf) > MAX_LINE:
-                    self.cut_lines += 1
-                    self.feed_chunk(buf[:MAX_LINE])
+                    self._feed_line(buf)
                     carry, skipping = b"", True
                 else:
                     carry = buf
@@ -221,38 +220,62 @@ class Scanner:
             lo = 0
             if carry:  # the line cut by the last read, alone: the rest of this read is not copied
                 lo = data.find(b"\n") + 1
-                self.feed_chunk(carry + data[:lo - 1])
+                self._feed_line(carry + data[:lo - 1])
             if lo <= cut:
-                self.feed_span(data, lo, cut)
+                self.feed_lines(data, lo, cut)
             carry = data[cut + 1:]
             if len(carry) > MAX_LINE:
-                self.cut_lines += 1
-                self.feed_chunk(carry[:MAX_LINE])
+                self._feed_line(carry)
                 carry, skipping = b"", True
         if carry:
             self.feed_chunk(carry)
         self.flush()
 
     def feed_mapped(self, buf: mmap.mmap, size: int) -> None:
-        """``feed_stream`` over a mapped file: spans of whole lines of about CHUNK bytes, read where they lie; a
-        line longer than CHUNK has its first MAX_LINE bytes read, as there."""
-        pos = dropped = 0
-        while pos < size:
-            end = min(pos + CHUNK, size)
-            cut = buf.rfind(b"\n", pos, end)
-            if end == size and buf[size - 1:size] != b"\n":
-                cut = size  # the last line, with no newline
-            if cut < pos:
-                self.cut_lines += 1
-                self.feed_chunk(buf[pos:pos + MAX_LINE])
-                cut = nl if (nl := buf.find(b"\n", pos)) >= 0 else size
-            else:
-                self.feed_span(buf, pos, cut)  # type: ignore[arg-type]  # the C scanner's passes take any buffer
-            pos = cut + 1
+        """``feed_stream`` over a mapped file, read where it lies; the pages of each span let go once read."""
+        dropped = 0
+
+        def read_to(pos: int) -> None:
+            nonlocal dropped
             if (read := pos - pos % mmap.PAGESIZE) > dropped:
                 buf.madvise(mmap.MADV_DONTNEED, dropped, read - dropped)
                 dropped = read
+
+        self.feed_lines(buf, 0, size - 1 if buf[size - 1:size] == b"\n" else size, read_to)  # type: ignore[arg-type]
         self.flush()
+
+    def feed_lines(self, buf: bytes, lo: int, hi: int, read_to: Callable[[int], None] | None = None) -> None:
+        """The lines of ``buf[lo:hi]`` (``hi``: a newline, or the file's end), in spans of whole lines of at most
+        CHUNK bytes (``buf`` may be a map: the C scanner's passes take any buffer). A line longer than MAX_LINE
+        has its first MAX_LINE bytes read, wherever it lies: mapped or read in chunks, the same lines are cut.
+        ``read_to(pos)``: the bytes before ``pos`` are read."""
+        pos = lo
+        while True:  # an empty region is one empty line, as feed_span reads it
+            end = min(pos + CHUNK, hi)
+            cut = hi if end == hi else buf.rfind(b"\n", pos, end)
+            if cut < pos:  # no line ends within CHUNK bytes
+                cut = nl if (nl := buf.find(b"\n", pos, hi)) >= 0 else hi
+            long = _long_line(buf, pos, cut)
+            if long is None:
+                self.feed_span(buf, pos, cut)
+            else:
+                a, cut = long
+                if a > pos:
+                    self.feed_span(buf, pos, a - 1)
+                self.cut_lines += 1
+                self.feed_chunk(buf[a:a + MAX_LINE])
+            if read_to is not None:
+                read_to(cut + 1)
+            if cut >= hi:
+                return
+            pos = cut + 1
+
+    def _feed_line(self, line: bytes) -> None:
+        """One line (of a few chunks at most); its first MAX_LINE bytes where it is longer."""
+        if len(line) > MAX_LINE:
+            self.cut_lines += 1
+            line = line[:MAX_LINE]
+        self.feed_chunk(line)
 
     def feed_file(self, f: BinaryIO, path: str, size: int) -> None:
         """``feed_stream``, with the fast path's byte work spread over worker processes for big files."""
@@ -300,3 +323,14 @@ def _mapped(f: BinaryIO, size: int) -> mmap.mmap | None:
         return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None
+
+
+def _long_line(buf: bytes, lo: int, hi: int) -> tuple[int, int] | None:
+    """(start, end) of the first line of ``buf[lo:hi]`` longer than MAX_LINE, or None. Such a line holds one of
+    the offsets lo + k * MAX_LINE (k >= 1) below hi: those lines alone are measured."""
+    for x in range(lo + MAX_LINE, hi, MAX_LINE):
+        a = buf.rfind(b"\n", lo, x) + 1 or lo
+        b = nl if (nl := buf.find(b"\n", x, hi)) >= 0 else hi
+        if b - a > MAX_LINE:
+            return a, b
+    return None
