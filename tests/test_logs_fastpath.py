@@ -417,6 +417,25 @@ def test_lines_too_long_are_cut_alike_mapped_or_in_chunks(tmp_path, monkeypatch,
     assert got["horovod"]["total_img_sec"] == 1234.5  # the cut lines' tails were not read
 
 
+def test_lines_too_long_are_cut_alike_by_worker_processes(tmp_path, monkeypatch, worker_spans):
+    """With worker processes, the same lines are cut as by one process: each worker cuts its long lines, and the
+    scanner the long lines of a span it reads itself."""
+    monkeypatch.setattr(scan, "MAX_LINE", 96 << 10)  # in a worker's span of 4 x 256 KiB chunks
+    lines = _job_log(comms=4).encode().splitlines()
+    tail = b" Total img/sec on 48 GPU(s): 9999.9 +-1.0"
+    body = list(lines[:-1])
+    for k, n in enumerate((150 << 10, 300 << 10, 60 << 10)):  # 1.6, 3.1, 0.6 x MAX_LINE
+        body.insert(len(body) * (k + 1) // 4, b"step 1: loss 0.5 " + b"x" * n + tail)
+    p = tmp_path / "long.log"
+    p.write_bytes(b"\n".join(body + lines[-1:]) + b"\n")
+    one = parse_file(p)
+    spans = worker_spans(2)
+    many = parse_file(p)
+    assert sum(spans) >= 2 and many == one
+    assert one["warnings"] == [f"2 lines longer than {96 << 10} bytes were cut"]
+    assert one["horovod"]["total_img_sec"] == 1234.5
+
+
 def test_only_a_big_file_not_written_for_a_minute_is_mapped(tmp_path, monkeypatch, engine):
     p = tmp_path / "job.log"
     p.write_text(_job_log(comms=2))

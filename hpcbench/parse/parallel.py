@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, BinaryIO
 
 from hpcbench.parse import fastpath
+from hpcbench.parse.spans import spans
 
 if TYPE_CHECKING:
     from multiprocessing.pool import Pool
@@ -82,26 +83,21 @@ def _start(path: str) -> None:
     _seen, _known, _fd = fastpath.Seen(), fastpath.Known(), os.open(path, os.O_RDONLY)
 
 
-def _work(span: tuple[int, int], chunk: int, fast_min: int) -> fastpath.Parts | None:
-    """A span read in chunks of about ``chunk`` bytes (they stay in the CPU cache across passes); None
-    where no chunk is NCCL-dominated (or the file changed), and the scanner reads the span itself."""
+def _work(span: tuple[int, int], chunk: int, fast_min: int, max_line: int) -> fastpath.Parts | None:
+    """A span read in the spans spans.py cuts (a line longer than ``max_line``: its first ``max_line`` bytes as
+    text, and ('cut', 1)); None where none is NCCL-dominated (or the file changed), and the scanner reads the
+    span itself."""
     a, b = span
     data = os.pread(_fd, b - a, a)
     if len(data) != b - a:
         return None
-    end = len(data) - 1 if data.endswith(b"\n") else len(data)
     parts: fastpath.Parts = []
     fast = False
-    lo = 0
-    while lo < end:
-        hi = data.rfind(b"\n", lo, lo + chunk) if lo + chunk < end else end
-        if hi <= lo:  # a line longer than a chunk
-            hi = data.find(b"\n", lo + chunk, end)
-            hi = end if hi < 0 else hi
-        got = fastpath.read_span(data, lo, hi, _seen, _known, fast_min)
+    for lo, hi, long in spans(data, 0, len(data) - 1 if data.endswith(b"\n") else len(data), chunk, max_line):
+        got = None if long else fastpath.read_span(data, lo, hi, _seen, _known, fast_min)
         fast = fast or got is not None
-        parts += [("text", data[lo:hi])] if got is None else got
-        lo = hi + 1
+        parts += ([("text", data[lo:lo + max_line]), ("cut", 1)] if long else [("text", data[lo:hi])] if got is None
+                  else got)
     return parts if fast else None
 
 
@@ -115,8 +111,9 @@ def start(path: str, n: int) -> Pool | None:
         return None
 
 
-def extracted(pool: Pool, bounds: list[tuple[int, int]], chunk: int, fast_min: int
+def extracted(pool: Pool, bounds: list[tuple[int, int]], chunk: int, fast_min: int, max_line: int
               ) -> Iterator[tuple[tuple[int, int], fastpath.Parts | None]]:
     """Each span with what its worker found, in file order; the pool is closed at the end."""
     with pool:
-        yield from zip(bounds, pool.imap(functools.partial(_work, chunk=chunk, fast_min=fast_min), bounds))
+        work = functools.partial(_work, chunk=chunk, fast_min=fast_min, max_line=max_line)
+        yield from zip(bounds, pool.imap(work, bounds))

@@ -23,6 +23,7 @@ from hpcbench.parse.horovod import HorovodState
 from hpcbench.parse.nccl import NcclState
 from hpcbench.parse.nccltests import NcclTestsState
 from hpcbench.parse.prefixes import MPI_TAG, Line, clean, clean_plain, continues, decode, host_name, split_mid_line_tags
+from hpcbench.parse.spans import spans
 
 CHUNK = 2 << 20  # passes over a chunk this size hit the CPU cache: ~15% faster than 8 MiB
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
@@ -177,6 +178,8 @@ class Scanner:
             elif kind == "line":
                 self.lines += 1
                 self.feed_raw(part[1], part[2])
+            elif kind == "cut":  # a worker's line longer than MAX_LINE, read cut (parallel.py)
+                self.cut_lines += part[1]
             elif kind == "nranks":
                 self.nccl.nranks = max(self.nccl.nranks or 0, part[1])
                 self.nccl.seen = True
@@ -245,30 +248,17 @@ class Scanner:
         self.flush()
 
     def feed_lines(self, buf: bytes, lo: int, hi: int, read_to: Callable[[int], None] | None = None) -> None:
-        """The lines of ``buf[lo:hi]`` (``hi``: a newline, or the file's end), in spans of whole lines of at most
-        CHUNK bytes (``buf`` may be a map: the C scanner's passes take any buffer). A line longer than MAX_LINE
-        has its first MAX_LINE bytes read, wherever it lies: mapped or read in chunks, the same lines are cut.
+        """The lines of ``buf[lo:hi]`` (``hi``: a newline, or the end), in the spans spans.py cuts (``buf`` may be a
+        map: the C scanner's passes take any buffer); a line longer than MAX_LINE, its first MAX_LINE bytes.
         ``read_to(pos)``: the bytes before ``pos`` are read."""
-        pos = lo
-        while True:  # an empty region is one empty line, as feed_span reads it
-            end = min(pos + CHUNK, hi)
-            cut = hi if end == hi else buf.rfind(b"\n", pos, end)
-            if cut < pos:  # no line ends within CHUNK bytes
-                cut = nl if (nl := buf.find(b"\n", pos, hi)) >= 0 else hi
-            long = _long_line(buf, pos, cut)
-            if long is None:
-                self.feed_span(buf, pos, cut)
-            else:
-                a, cut = long
-                if a > pos:
-                    self.feed_span(buf, pos, a - 1)
+        for a, b, long in spans(buf, lo, hi, CHUNK, MAX_LINE):
+            if long:
                 self.cut_lines += 1
                 self.feed_chunk(buf[a:a + MAX_LINE])
+            else:
+                self.feed_span(buf, a, b)
             if read_to is not None:
-                read_to(cut + 1)
-            if cut >= hi:
-                return
-            pos = cut + 1
+                read_to(b + 1)
 
     def _feed_line(self, line: bytes) -> None:
         """One line (of a few chunks at most); its first MAX_LINE bytes where it is longer."""
@@ -292,11 +282,11 @@ class Scanner:
             f.seek(0)
             self.feed_stream(f)
             return
-        for (a, b), parts in parallel.extracted(pool, bounds, CHUNK, FAST_MIN):
-            if parts is None:  # not NCCL-dominated: the line path, here
+        for (a, b), parts in parallel.extracted(pool, bounds, CHUNK, FAST_MIN, MAX_LINE):
+            if parts is None:  # not NCCL-dominated: read here
                 f.seek(a)
                 data = f.read(b - a)
-                self._line_path(data[:-1] if data.endswith(b"\n") else data)
+                self.feed_lines(data, 0, len(data) - 1 if data.endswith(b"\n") else len(data))
                 continue
             self.read_parts(parts)
         self.flush()
@@ -324,13 +314,3 @@ def _mapped(f: BinaryIO, size: int) -> mmap.mmap | None:
     except (OSError, ValueError):
         return None
 
-
-def _long_line(buf: bytes, lo: int, hi: int) -> tuple[int, int] | None:
-    """(start, end) of the first line of ``buf[lo:hi]`` longer than MAX_LINE, or None. Such a line holds one of
-    the offsets lo + k * MAX_LINE (k >= 1) below hi: those lines alone are measured."""
-    for x in range(lo + MAX_LINE, hi, MAX_LINE):
-        a = buf.rfind(b"\n", lo, x) + 1 or lo
-        b = nl if (nl := buf.find(b"\n", x, hi)) >= 0 else hi
-        if b - a > MAX_LINE:
-            return a, b
-    return None
