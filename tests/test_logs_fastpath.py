@@ -15,7 +15,7 @@ import time
 import pytest
 from conftest import DATA, REPO
 
-from hpcbench.parse import api, fastpath, known, parallel, parse_file, prefixes, scan
+from hpcbench.parse import fastpath, known, parallel, parse_file, prefixes, scan
 
 LOGS = DATA / "logs"
 CORPUS = sorted(json.loads((LOGS / "EXPECTED.json").read_text())["files"])

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from hpcbench.errors import ConfigError, NoSuchFile
-from hpcbench.parse import results
-from hpcbench.parse import scan
+from hpcbench.parse import results, scan
 from hpcbench.parse.scan import CHUNK, Scanner
 
 if TYPE_CHECKING:  # imported by read_log: `hpcbench parse` does without its regexes (~10 ms of its start)

@@ -16,7 +16,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, BinaryIO
 
 from hpcbench.parse import fastpath
-from hpcbench.parse.spans import spans
+from hpcbench.parse.spans import lines_end, spans
 
 if TYPE_CHECKING:
     from multiprocessing.pool import Pool
@@ -93,7 +93,7 @@ def _work(span: tuple[int, int], chunk: int, fast_min: int, max_line: int) -> fa
         return None
     parts: fastpath.Parts = []
     fast = False
-    for lo, hi, long in spans(data, 0, len(data) - 1 if data.endswith(b"\n") else len(data), chunk, max_line):
+    for lo, hi, long in spans(data, 0, lines_end(data, len(data)), chunk, max_line):
         got = None if long else fastpath.read_span(data, lo, hi, _seen, _known, fast_min)
         fast = fast or got is not None
         parts += ([("text", data[lo:lo + max_line]), ("cut", 1)] if long else [("text", data[lo:hi])] if got is None

@@ -23,7 +23,7 @@ from hpcbench.parse.horovod import HorovodState
 from hpcbench.parse.nccl import NcclState
 from hpcbench.parse.nccltests import NcclTestsState
 from hpcbench.parse.prefixes import MPI_TAG, Line, clean, clean_plain, continues, decode, host_name, split_mid_line_tags
-from hpcbench.parse.spans import spans
+from hpcbench.parse.spans import lines_end, spans
 
 CHUNK = 2 << 20  # passes over a chunk this size hit the CPU cache: ~15% faster than 8 MiB
 MAX_LINE = 1 << 20  # longer lines are cut here (with a warning), so one 10 GB line costs no memory
@@ -244,7 +244,7 @@ class Scanner:
                 buf.madvise(mmap.MADV_DONTNEED, dropped, read - dropped)
                 dropped = read
 
-        self.feed_lines(buf, 0, size - 1 if buf[size - 1:size] == b"\n" else size, read_to)  # type: ignore[arg-type]
+        self.feed_lines(buf, 0, lines_end(buf, size), read_to)  # type: ignore[arg-type]
         self.flush()
 
     def feed_lines(self, buf: bytes, lo: int, hi: int, read_to: Callable[[int], None] | None = None) -> None:
@@ -253,8 +253,7 @@ class Scanner:
         ``read_to(pos)``: the bytes before ``pos`` are read."""
         for a, b, long in spans(buf, lo, hi, CHUNK, MAX_LINE):
             if long:
-                self.cut_lines += 1
-                self.feed_chunk(buf[a:a + MAX_LINE])
+                self._feed_cut(buf[a:a + MAX_LINE])
             else:
                 self.feed_span(buf, a, b)
             if read_to is not None:
@@ -263,9 +262,14 @@ class Scanner:
     def _feed_line(self, line: bytes) -> None:
         """One line (of a few chunks at most); its first MAX_LINE bytes where it is longer."""
         if len(line) > MAX_LINE:
-            self.cut_lines += 1
-            line = line[:MAX_LINE]
-        self.feed_chunk(line)
+            self._feed_cut(line[:MAX_LINE])
+        else:
+            self.feed_chunk(line)
+
+    def _feed_cut(self, head: bytes) -> None:
+        """The first MAX_LINE bytes of a line longer than that, which a warning counts."""
+        self.cut_lines += 1
+        self.feed_chunk(head)
 
     def feed_file(self, f: BinaryIO, path: str, size: int) -> None:
         """``feed_stream``, with the fast path's byte work spread over worker processes for big files."""
@@ -286,7 +290,7 @@ class Scanner:
             if parts is None:  # not NCCL-dominated: read here
                 f.seek(a)
                 data = f.read(b - a)
-                self.feed_lines(data, 0, len(data) - 1 if data.endswith(b"\n") else len(data))
+                self.feed_lines(data, 0, lines_end(data, len(data)))
                 continue
             self.read_parts(parts)
         self.flush()

@@ -9,6 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 
+def lines_end(buf: bytes, size: int) -> int:
+    """Where the lines of ``buf[:size]`` end, for spans(): before its last byte where that is a newline."""
+    return size - 1 if buf[size - 1:size] == b"\n" else size
+
+
 def spans(buf: bytes, lo: int, hi: int, chunk: int, max_line: int) -> Iterator[tuple[int, int, bool]]:
     """(start, end, long) of each span of the lines of ``buf[lo:hi]`` (``hi``: a newline, or the end of the
     bytes), in order; long: one line longer than ``max_line``. An empty ``buf[lo:hi]`` is one empty line."""
